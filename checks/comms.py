@@ -1,0 +1,72 @@
+"""Parkbench COMMS1 (ping-pong) and COMMS2 (simultaneous exchange) with Hockney fits (seed 003).
+
+The Hockney model t(n) = (n + n_half) / r_inf is fitted by weighted least squares to the time
+per message: once over the whole sweep, as Parkbench did (``r_inf``, ``n_half``, ``t0``), and
+piecewise, because today's stacks switch from eager to rendezvous (``*_small``/``*_large``
+segments split at ``breakpoint``, found from the data unless ``breakpoint_bytes`` is given).
+Seed sweep: ``-S ParkbenchComms.iters=2000`` (sizes 1 B to 1 MiB are the default).
+"""
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+
+from commcheck import hockney
+from commcheck.rfm.build import KernelsBuild
+from commcheck.rfm.mixins import StackCheck, program_name
+from commcheck.rfm.perf import data_records, kernel_passed
+
+# benchmark -> (program kernel, the DATA field holding the time per message)
+KERNELS = {'comms1': ('pingpong', 'oneway_us'), 'comms2': ('comms2', 'msg_us')}
+
+
+def fit_variables(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
+    small, large = fit.segments[0], fit.segments[-1]
+    values = {'r_inf': (single.r_inf_MBps, 'MB/s'), 'n_half': (single.n_half_bytes, 'B'),
+              't0': (single.t0_us, 'us'), 'fit_rms_rel': (single.rms_rel, ''),
+              'breakpoint': (fit.breakpoint_bytes or 0, 'B')}
+    for name, seg in (('small', small), ('large', large)):
+        values.update({f'r_inf_{name}': (seg.r_inf_MBps, 'MB/s'),
+                       f'n_half_{name}': (seg.n_half_bytes, 'B'),
+                       f't0_{name}': (seg.t0_us, 'us')})
+    return {k: sn.make_performance_function(sn.defer(v), unit) for k, (v, unit) in values.items()}
+
+
+@rfm.simple_test
+class ParkbenchComms(rfm.RunOnlyRegressionTest, StackCheck):
+    descr = 'Parkbench COMMS1/COMMS2: Hockney r_inf, n_1/2 and startup per stack'
+    valid_systems = ['*']
+    valid_prog_environs = ['+mpi']
+    benchmark = parameter(list(KERNELS))
+    lang = parameter(['c', 'fortran'])
+    sizes = variable(str, value='1:1048576')
+    iters = variable(int, value=200)
+    warmup = variable(int, value=20)
+    breakpoint_bytes = variable(int, type(None), value=None)
+    num_tasks = 2
+    num_tasks_per_node = 2
+    kernels = fixture(KernelsBuild, scope='environment')
+    tags = {'p2p', 'seed003', 'hockney'}
+
+    @run_after('setup')
+    def require_language(self):
+        self.skip_unless_fortran(self.lang)
+
+    @run_before('run')
+    def set_program(self):
+        kernel, _ = KERNELS[self.benchmark]
+        self.executable = self.kernels.program(program_name(kernel, self.lang))
+        self.executable_opts = ['--sizes', self.sizes, '--iters', str(self.iters),
+                                '--warmup', str(self.warmup)]
+
+    @sanity_function
+    def validated(self):
+        return kernel_passed(self)
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        _, time_key = KERNELS[self.benchmark]
+        rows = data_records(self)
+        fit = hockney.fit_records(rows, time_key, breakpoint=self.breakpoint_bytes)
+        single = hockney.fit_line([r['size'] for r in rows], [r[time_key] for r in rows])
+        self.perf_variables = fit_variables(fit, single)

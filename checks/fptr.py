@@ -1,0 +1,48 @@
+"""Fortran array access through allocatable, pointer and ``c_f_pointer`` (seed 002, Table 3).
+
+Seed 002 found the shared-window Fortran stencil slower than its C twin and traced it to access
+through ``c_f_pointer``; this check keeps measuring the three ways a Fortran code can hold the
+grid. Defaults fit a login node; the seed's size: ``-S FortranPointers.n=10000 -S
+FortranPointers.steps=100``.
+"""
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+
+from commcheck.rfm.build import KernelsBuild
+from commcheck.rfm.mixins import StackCheck
+from commcheck.rfm.perf import perf_record
+
+PHASES = ('init', 'read', 'write', 'total')
+
+
+@rfm.simple_test
+class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
+    descr = 'Fortran pointer study: allocatable vs pointer vs c_f_pointer on a shared window'
+    valid_systems = ['*']
+    valid_prog_environs = ['+mpi']
+    variant = parameter(['alloc', 'pointer', 'cptr'])
+    n = variable(int, value=2000)
+    steps = variable(int, value=20)
+    num_tasks = 1
+    kernels = fixture(KernelsBuild, scope='environment')
+    tags = {'seed002', 'fortran'}
+
+    @run_after('setup')
+    def require_fortran(self):
+        self.skip_unless_fortran('fortran')
+
+    @run_before('run')
+    def set_program(self):
+        self.executable = self.kernels.program('fptr-f')
+        self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
+                                '--steps', str(self.steps)]
+
+    @sanity_function
+    def validated(self):
+        return sn.assert_found(r'^PASS ', self.stdout, msg='pointer study did not validate')
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        self.perf_variables = {p: perf_record(self, 'RESULT', f'{p}_s', 's') for p in PHASES}

@@ -1,0 +1,58 @@
+"""OSU Micro-Benchmarks 7.x point-to-point: osu_latency, osu_bw, osu_bibw.
+
+The independent peer of our ping-pong: the same perf-variable names (``latency_<n>B``,
+``bw_<n>B``, ``bibw_<n>B``) so reports and references line up. OSU comes from the stack's
+Spack environment or a site install (``OSU_ROOT``); elsewhere the check is skipped, saying why.
+"""
+
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
+
+from commcheck import osu
+from commcheck.rfm.build import KernelsBuild, osu_program
+from commcheck.rfm.mixins import StackCheck
+
+# benchmark -> (perf-variable prefix, unit)
+BENCHMARKS = {'osu_latency': ('latency', 'us'), 'osu_bw': ('bw', 'MB/s'),
+              'osu_bibw': ('bibw', 'MB/s')}
+
+
+@rfm.simple_test
+class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
+    descr = 'OSU Micro-Benchmarks point-to-point, the reference peer of PingPong'
+    valid_systems = ['*']
+    valid_prog_environs = ['+mpi']
+    benchmark = parameter(list(BENCHMARKS))
+    num_tasks = 2
+    num_tasks_per_node = 2
+    kernels = fixture(KernelsBuild, scope='environment')
+    tags = {'p2p', 'osu'}
+
+    @run_after('setup')
+    def find_program(self):
+        # The fixture has not run yet when Spack provides OSU; the view path is already known.
+        self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
+        self.skip_if(self.osu_path is None and self.current_environ.extras['build'] != 'spack',
+                     f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install '
+                     f'(OSU_ROOT); {self.current_environ.name} has neither')
+
+    @run_before('run')
+    def set_program(self):
+        self.executable = self.osu_path or osu_program(self.current_environ.extras,
+                                                       self.benchmark)
+        self.executable_opts = ['-m', '1:1048576']
+
+    @sanity_function
+    def table_complete(self):
+        return sn.assert_found(r'^#\s*Size', self.stdout, msg='no OSU result table in output')
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        name, unit = BENCHMARKS[self.benchmark]
+        with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
+            table = osu.parse_table(fp.read())
+        self.perf_variables = {f'{name}_{size}B': sn.make_performance_function(sn.defer(value), unit)
+                               for size, value in table.items()}

@@ -1,0 +1,21 @@
+"""Where commcheck keeps things, relative to the checkout (overridable by environment)."""
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(os.environ.get('COMMCHECK_ROOT', Path(__file__).resolve().parents[2]))
+CHECKS_DIR = REPO_ROOT / 'checks'
+CONFIG_DIR = REPO_ROOT / 'config'
+REFERENCES_DIR = CONFIG_DIR / 'references'
+KERNELS_SRC = REPO_ROOT / 'src' / 'kernels'
+SPACK_ENV_DIR = REPO_ROOT / 'spack-env'
+SPACK_PACKAGE_REPO = SPACK_ENV_DIR / 'repo'
+
+# Generated, git-ignored: ReFrame stage/output, per-stack command links, Spack views.
+STATE_DIR = Path(os.environ.get('COMMCHECK_STATE', REPO_ROOT / '.state'))
+
+# Results that must survive between runs: run reports, perflogs, ReFrame's results database.
+REPORTS_DIR = Path(os.environ.get('COMMCHECK_REPORTS', REPO_ROOT / 'reports'))
+RUNS_DIR = REPORTS_DIR / 'runs'
+PERFLOG_DIR = REPORTS_DIR / 'perflogs'
+RESULTS_DB = REPORTS_DIR / 'results.db'

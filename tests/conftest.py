@@ -1,0 +1,56 @@
+"""Shared fixtures: the stacks of this machine, the kernels built for each, isolated state."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from commcheck import discover, kbuild, paths
+
+REPO = paths.REPO_ROOT
+BIN = Path(sys.executable).parent
+
+
+def local_stacks():
+    try:
+        return list(discover.local_site().stacks)
+    except Exception:  # no MPI at all: kernel and integration tests skip, saying so
+        return []
+
+
+STACKS = local_stacks()
+STACK_IDS = [s.name for s in STACKS]
+
+
+def needs_stacks():
+    return pytest.mark.skipif(not STACKS, reason='no MPI stack found on this machine')
+
+
+@pytest.fixture(scope='session')
+def kernel_builds(tmp_path_factory):
+    """Each stack's kernels, built with CMake and the stack's own wrappers: stack name -> bin."""
+    return {s.name: kbuild.cmake_build(s, tmp_path_factory.mktemp(f'build-{s.name}'))
+            for s in STACKS}
+
+
+def mpirun(stack, ranks: int, program: Path, *args: str, timeout: int = 120):
+    return kbuild.launch(stack, ranks, program, *args, timeout=timeout)
+
+
+@pytest.fixture
+def isolated_env(tmp_path):
+    """Environment for a commcheck/reframe subprocess whose state and reports go to tmp."""
+    env = dict(os.environ)
+    env['COMMCHECK_STATE'] = str(tmp_path / 'state')
+    env['COMMCHECK_REPORTS'] = str(tmp_path / 'reports')
+    env['PATH'] = f'{BIN}{os.pathsep}{env.get("PATH", "")}'
+    env.pop('RFM_REFERENCE_PREFIX', None)
+    return env
+
+
+def commcheck_cmd() -> str:
+    return shutil.which('commcheck', path=str(BIN)) or 'commcheck'
