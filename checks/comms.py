@@ -65,6 +65,8 @@ class ParkbenchComms(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         _, time_key = KERNELS[self.benchmark]
         rows = data_records(self)
         fit = hockney.fit_records(rows, time_key, breakpoint=self.breakpoint_bytes)

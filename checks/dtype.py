@@ -4,6 +4,10 @@ Each job runs the contiguous baseline and then the mode under test, back to back
 ranks, so the ratio compares like with like. A single Hockney line per sweep gives ``r_inf`` and
 ``t0`` (as seed 003 Table 2); ``slowdown`` = r_inf(contiguous) / r_inf(mode), the figure the seed
 reports as 14.7x (bytes) and 21.8x (doubles) for STRIDE.
+
+Where OSU is available, the STRIDE job also runs ``osu_latency -D vect:<stride>:<blocklen>`` at
+the same useful payload (doubles as pairs of floats, OSU has no double type) and records the
+difference: an independent check that our vector-type timing is what MPI gives.
 """
 
 import os
@@ -13,11 +17,14 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
 
 from commcheck import hockney, records
-from commcheck.rfm.build import KernelsBuild
+from commcheck import osu
+from commcheck.rfm.build import KernelsBuild, osu_program
 from commcheck.rfm.mixins import StackCheck, program_name
 
 MODES = ['stride', 'loop', 'pack', 'subarray']
 STRIDES = {'byte': 64, 'double': 8}
+# element -> (OSU datatype, OSU elements per ours): OSU's vector types know no double
+OSU_TYPES = {'byte': ('mpi_char', 1), 'double': ('mpi_float', 2)}
 
 
 @rfm.simple_test
@@ -33,6 +40,7 @@ class DerivedDatatypes(rfm.RunOnlyRegressionTest, StackCheck):
     sizes = variable(str, value='8:65536')
     iters = variable(int, value=200)
     warmup = variable(int, value=20)
+    osu_compare_bytes = variable(int, value=65536)     # useful payload of the OSU cross-check
     num_tasks = 2
     num_tasks_per_node = 2
     kernels = fixture(KernelsBuild, scope='environment')
@@ -54,6 +62,24 @@ class DerivedDatatypes(rfm.RunOnlyRegressionTest, StackCheck):
         self.prerun_cmds = [' '.join([self.launcher_command(), self.executable,
                                       *self._options('contig')])]
         self.executable_opts = self._options(self.mode)
+        self.osu_path = (osu_program(self.current_environ.extras, 'osu_latency')
+                         if self.mode == 'stride' else None)
+        if self.osu_path:
+            self.postrun_cmds = ['echo "# OSU cross-check"', self._osu_command()]
+
+    def _osu_command(self) -> str:
+        osu_type, per_element = OSU_TYPES[self.element]
+        stride = (self.stride or STRIDES[self.element]) * per_element
+        block = self.blocklen * per_element
+        extent = self.osu_compare_bytes * stride // block
+        return ' '.join([self.launcher_command(), self.osu_path, '-D', f'vect:{stride}:{block}',
+                         '-T', osu_type, '-m', f'{extent}:{extent}', '-i', str(self.iters),
+                         '-x', str(self.warmup)])
+
+    def _osu_oneway_us(self) -> float:
+        with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
+            text = fp.read().split('# OSU cross-check', 1)[1]
+        return next(iter(osu.parse_table(text).values()))
 
     def _runs(self):
         with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
@@ -69,11 +95,18 @@ class DerivedDatatypes(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         contig, mode = (hockney.fit_line([r['size'] for r in run['DATA']],
                                          [r['oneway_us'] for r in run['DATA']])
                         for run in self._runs())
         values = {'r_inf': (mode.r_inf_MBps, 'MB/s'), 't0': (mode.t0_us, 'us'),
                   'r_inf_contig': (contig.r_inf_MBps, 'MB/s'), 't0_contig': (contig.t0_us, 'us'),
                   'slowdown': (contig.r_inf_MBps / mode.r_inf_MBps, 'x')}
+        if self.osu_path:
+            ours = records.select(self._runs()[1]['DATA'], size=self.osu_compare_bytes)
+            theirs = self._osu_oneway_us()
+            values.update({'osu_oneway': (theirs, 'us'),
+                           'osu_diff': ((ours['oneway_us'] - theirs) / theirs, '')})
         self.perf_variables = {k: sn.make_performance_function(sn.defer(v), unit)
                                for k, (v, unit) in values.items()}

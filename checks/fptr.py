@@ -45,4 +45,6 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         self.perf_variables = {p: perf_record(self, 'RESULT', f'{p}_s', 's') for p in PHASES}

@@ -35,9 +35,10 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
     def find_program(self):
         # The fixture has not run yet when Spack provides OSU; the view path is already known.
         self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
-        self.skip_if(self.osu_path is None and self.current_environ.extras['build'] != 'spack',
-                     f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install '
-                     f'(OSU_ROOT); {self.current_environ.name} has neither')
+        self.skip_because(
+            self.osu_path is None and self.current_environ.extras['build'] != 'spack',
+            f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT); '
+            f'{self.current_environ.name} has neither')
 
     @run_before('run')
     def set_program(self):
@@ -51,8 +52,11 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         name, unit = BENCHMARKS[self.benchmark]
         with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
             table = osu.parse_table(fp.read())
-        self.perf_variables = {f'{name}_{size}B': sn.make_performance_function(sn.defer(value), unit)
-                               for size, value in table.items()}
+        self.perf_variables = {
+            f'{name}_{size}B': sn.make_performance_function(sn.defer(value), unit)
+            for size, value in table.items()}

@@ -44,5 +44,7 @@ class PingPong(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         self.perf_variables = {**sweep_variables(self, 'oneway_us', 'latency', 'us'),
                                **sweep_variables(self, 'bw_MBps', 'bw', 'MB/s')}

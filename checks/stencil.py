@@ -5,7 +5,7 @@ Variants: blocking S/R, non-blocking S/R, SHM (``MPI_Win_allocate_shared``), SHM
 the kernel emulates nodes of sqrt(ranks) ranks). Speedup and efficiency are against the
 sequential run of the same size and language (a fixture); ``bw_fraction`` is the stencil's
 memory traffic (16 B/update) over the node's STREAM copy bandwidth measured in the same session.
-Defaults fit a login node; seed 002's sizes: ``--mode paper`` (4800 x 4800, 500 steps, 36 ranks).
+Defaults fit a login node; seed 002's sizes: ``--mode seeds`` (4800 x 4800, 500 steps, 36 ranks).
 """
 
 import math
@@ -57,6 +57,8 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         self.perf_variables = {'time': perf_record(self, 'RESULT', 'time_s', 's'),
                                'glups': perf_record(self, 'RESULT', 'glups', 'GLUP/s')}
 
@@ -71,7 +73,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     max_ranks = variable(int, value=9)
     n = variable(int, value=GRID_N)
     steps = variable(int, value=STEPS)
-    verify = variable(str, value='yes')
+    verify = variable(str, type(None), value=None)     # None: the kernel's own default
     seq = fixture(StencilSequential, scope='environment', action='fork')
     stream = fixture(StreamProbe, scope='environment')
     # Held directly, not only through `seq`: ReFrame cleans a fixture's stage once all of its
@@ -88,7 +90,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     def limit_ranks(self):
         self.skip_if(self.ranks > self.max_ranks,
                      f'{self.ranks} ranks > max_ranks={self.max_ranks} (login-node default; '
-                     f'-S Stencil.max_ranks=36 or --mode paper for the seed\'s grid)')
+                     f'-S Stencil.max_ranks=36 or --mode seeds for the seed\'s grid)')
 
     @property
     def lang(self) -> str:
@@ -98,7 +100,9 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     def set_program(self):
         self.executable = self.kernels.program(program_name('stencil', self.lang))
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
-                                '--steps', str(self.steps), '--verify', self.verify]
+                                '--steps', str(self.steps)]
+        if self.verify:
+            self.executable_opts += ['--verify', self.verify]
         if self.variant == 'hybrid':
             self.executable_opts += ['--node-size', str(self.emulated_node_size())]
 
@@ -121,6 +125,8 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         result, seq_time = stencil_result(self), stencil_result(self.seq)['time_s']
         speedup = seq_time / result['time_s']
         values = {'speedup': (speedup, 'x'), 'efficiency': (speedup / self.ranks, ''),

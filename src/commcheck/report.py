@@ -47,8 +47,12 @@ def summary(session: dict, cases: list[results.Case]) -> tuple[str, dict]:
     counts: dict[str, int] = {}
     for c in tests:
         counts[c.result] = counts.get(c.result, 0) + 1
-    rows = []
+    rows, skipped = [], {}
     for c in sorted(tests, key=lambda c: (c.check, c.display_name, c.environ)):
+        if c.result == 'skip':
+            reason = c.get('skip_reason') or 'no reason recorded'
+            skipped.setdefault(reason, []).append(f'{c.display_name} ({c.environ})')
+            continue
         gated = {k: v for k, v in c.perf.items() if v.referenced}
         shown = ', '.join(f'{k}={v.value:.4g} {v.unit} (ref {v.ref:.4g})'
                           for k, v in sorted(gated.items())) or '–'
@@ -60,7 +64,9 @@ def summary(session: dict, cases: list[results.Case]) -> tuple[str, dict]:
         f"ReFrame {session.get('version', '')}.", '',
         'Results: ' + ', '.join(f'{n} {r}' for r, n in sorted(counts.items())), '',
         '## All checks', '',
-        md_table(['check', 'environment', 'result', 'references', 'gated values'], rows)])
+        md_table(['check', 'environment', 'result', 'references', 'gated values'], rows), '',
+        '### Skipped', '',
+        *[f'- {len(names)} x {reason}' for reason, names in sorted(skipped.items())]])
     return text, {'session': {k: session.get(k) for k in ('uuid', 'hostname', 'time_start',
                                                             'time_end', 'version', 'cmdline')},
                   'counts': counts}

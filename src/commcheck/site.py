@@ -22,6 +22,16 @@ REQUIRED_EXTRAS = ('stack', 'compiler', 'compiler_version', 'mpi', 'mpi_version'
                    'has_fortran')
 
 
+# `reframe --mode seeds`: the source documents' full sizes and repetitions (hours, not minutes).
+SEED_MODE_OPTIONS = (
+    '-S', 'PingPong.iters=2000', '-S', 'ParkbenchComms.iters=2000',
+    '-S', 'DerivedDatatypes.sizes=8:1048576', '-S', 'DerivedDatatypes.iters=2000',
+    '-S', 'Stencil.n=4800', '-S', 'Stencil.steps=500', '-S', 'Stencil.max_ranks=36',
+    '-S', 'StencilSequential.n=4800', '-S', 'StencilSequential.steps=500',
+    '-S', 'FortranPointers.n=10000', '-S', 'FortranPointers.steps=100',
+)
+
+
 class SiteError(Exception):
     """A site declaration is wrong or incomplete; the message says what to fix."""
 
@@ -140,6 +150,7 @@ class Site:
                 'perf_info_level': 'info',
             }],
             'storage': [{'enable': True, 'sqlite_db_file': str(paths.RESULTS_DB)}],
+            'modes': [{'name': 'seeds', 'options': list(SEED_MODE_OPTIONS)}],
             'logging': [self._logging()],
         }
 

@@ -129,6 +129,8 @@ class StreamProbe(rfm.RunOnlyRegressionTest):
 
     @run_before('performance')
     def set_perf_variables(self):
+        if self.is_dry_run():
+            return
         self.perf_variables = {
             'copy_GBps': perf_record(self, 'RESULT', 'copy_GBps', 'GB/s'),
             'triad_GBps': perf_record(self, 'RESULT', 'triad_GBps', 'GB/s')}

@@ -38,6 +38,14 @@ class StackCheck(rfm.RegressionTestPlugin):
     #: More ranks than the partition's cores: the run is kept but excluded from gating.
     oversubscribed = variable(bool, value=False)
 
+    #: Why the test was skipped; kept as a variable so the run report (and so the report) has it.
+    skip_reason = variable(str, value='')
+
+    def skip_because(self, condition: bool, reason: str):
+        if condition:
+            self.skip_reason = reason
+            self.skip(reason)
+
     @run_after('setup')
     def validate_environment(self):
         extras = self.current_environ.extras
@@ -48,8 +56,8 @@ class StackCheck(rfm.RegressionTestPlugin):
                 f'stacks through commcheck.site so that the configuration carries them')
 
     def skip_unless_fortran(self, lang: str):
-        self.skip_if(lang == 'fortran' and not self.current_environ.extras['has_fortran'],
-                     f'{self.current_environ.name} has no Fortran MPI wrapper')
+        self.skip_because(lang == 'fortran' and not self.current_environ.extras['has_fortran'],
+                          f'{self.current_environ.name} has no Fortran MPI wrapper')
 
     def launcher_command(self) -> str:
         """The partition's launch line for this test's ranks, for a second program in one job."""
@@ -62,9 +70,10 @@ class StackCheck(rfm.RegressionTestPlugin):
         cores = self.current_partition.extras.get('cores') or os.cpu_count()
         if self.num_tasks <= cores:
             return
-        self.skip_if(not self.current_partition.extras.get('oversubscribe'),
-                     f'{self.num_tasks} ranks need more than the {cores} cores of '
-                     f'{self.current_partition.fullname}, which does not allow oversubscription')
+        self.skip_because(not self.current_partition.extras.get('oversubscribe'),
+                          f'{self.num_tasks} ranks need more than the {cores} cores of '
+                          f'{self.current_partition.fullname}, which does not allow '
+                          f'oversubscription')
         self.oversubscribed = True
 
     @run_after('setup')

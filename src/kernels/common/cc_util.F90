@@ -65,8 +65,13 @@ contains
   subroutine cc_validation_error(msg)
     character(len=*), intent(in) :: msg
     integer :: ierr
+    double precision :: until
     write(error_unit, '(a,i0,a)') 'ERROR: validation failed on rank ', cc_rank(), ': ' // msg
     flush(error_unit)
+    ! Give the launcher a moment to relay the line: hydra may kill the job on MPI_Abort first.
+    until = MPI_Wtime() + 0.3d0
+    do while (MPI_Wtime() < until)
+    end do
     call MPI_Abort(MPI_COMM_WORLD, CC_EXIT_VALIDATION, ierr)
   end subroutine
 

@@ -68,16 +68,24 @@ static inline void cc_usage_error(const char *fmt, ...)
     exit(CC_EXIT_USAGE);
 }
 
-/* Received data differ from what was sent: only the rank that saw it knows, so abort. */
+/* Received data differ from what was sent: only the rank that saw it knows, so abort. The
+ * line goes out in one write, and the launcher gets a moment to forward it: hydra may kill
+ * the job on MPI_Abort before relaying stderr. */
 static inline void cc_validation_error(const char *fmt, ...)
 {
+    char line[1024];
+    int len = snprintf(line, sizeof line, "ERROR: validation failed on rank %d: ", cc_rank());
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ERROR: validation failed on rank %d: ", cc_rank());
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    len += vsnprintf(line + len, sizeof line - (size_t)len - 1, fmt, ap);
     va_end(ap);
-    fflush(stderr);
+    len = len < (int)sizeof line - 1 ? len : (int)sizeof line - 2;
+    line[len++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, line, (size_t)len);
+    (void)ignored;
+    double until = MPI_Wtime() + 0.3;
+    while (MPI_Wtime() < until)
+        ;
     MPI_Abort(MPI_COMM_WORLD, CC_EXIT_VALIDATION);
 }
 

@@ -1,5 +1,3 @@
-# SPDX-License-Identifier: (Apache-2.0 OR MIT)
-
 from spack_repo.builtin.build_systems.cmake import CMakePackage
 
 from spack.package import *
