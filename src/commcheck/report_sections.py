@@ -11,6 +11,7 @@ from commcheck import seeds
 from commcheck.results import Case
 
 SIZE_VAR = re.compile(r'^(latency|bw|bibw)_(\d+)B$')
+KEY_VALUES = ('latency_8B', 'latency_1024B', 'bw_1048576B', 'bibw_1048576B')
 
 
 def _table(header, rows):
@@ -26,6 +27,11 @@ def _series(case: Case, metric: str) -> dict[int, float]:
         if m and m.group(1) == metric:
             out[int(m.group(2))] = pv.value
     return dict(sorted(out.items()))
+
+
+def _value(case: Case, name: str):
+    pv = case.perf.get(name)
+    return pv.value if pv else None
 
 
 def _label(case: Case) -> str:
@@ -66,10 +72,7 @@ def pingpong(cases: list[Case], plots: Path) -> tuple[str, dict]:
         rows.append([size, published] + today)
         data[size] = {'seed001_rtt_us': published,
                       **{_label(c): v for c, v in zip(pp, today)}}
-    key = [[_label(c), c.perf.get('latency_8B') and c.perf['latency_8B'].value,
-            c.perf.get('latency_1024B') and c.perf['latency_1024B'].value,
-            c.perf.get('bw_1048576B') and c.perf['bw_1048576B'].value,
-            c.perf.get('bibw_1048576B') and c.perf['bibw_1048576B'].value] for c in runs]
+    key = [[_label(c)] + [_value(c, k) for k in KEY_VALUES] for c in runs]
     text = '\n'.join([
         '## Ping-pong (seeds 000/004, 001)', '',
         'Seed 001 published the mean round-trip time on one node (Open MPI shared memory); '
@@ -80,11 +83,6 @@ def pingpong(cases: list[Case], plots: Path) -> tuple[str, dict]:
                 'bibw 1 MiB (MB/s)'], key), '',
         '![latency](plots/latency.png)', '', '![bandwidth](plots/bandwidth.png)'])
     return text, {'seed001_vs_today': data}
-
-
-def _value(case: Case, name: str):
-    pv = case.perf.get(name)
-    return pv.value if pv else None
 
 
 def _param(case: Case, name: str):

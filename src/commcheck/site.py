@@ -71,6 +71,8 @@ class Stack:
     mpi: MpiStack
     build: str = 'cmake'        # how the checks get their programs: one of BUILD_BACKENDS
     osu_root: str | None = None  # site-provided OSU Micro-Benchmarks install, if any
+    osu_module: str | None = None  # or a module that puts OSU's programs on PATH
+    modules: tuple[str, ...] = ()  # modules that make this stack (Lmod/Tcl names)
 
     def __post_init__(self):
         if self.build not in BUILD_BACKENDS:
@@ -183,6 +185,7 @@ class Site:
         env_vars = [['PATH', ':'.join(path + ['$PATH'])], *map(list, stack.mpi.env_vars)]
         return {
             'name': stack.name,
+            'modules': list(stack.modules) + ([stack.osu_module] if stack.osu_module else []),
             'cc': stack.mpi.cc,
             'cxx': '',
             'nvcc': '',
@@ -190,7 +193,8 @@ class Site:
             'env_vars': env_vars,
             'features': ['mpi', f'build_{stack.build}']
                         + (['fortran'] if stack.has_fortran else [])
-                        + (['osu'] if stack.build == 'spack' or stack.osu_root else []),
+                        + (['osu'] if stack.build == 'spack' or stack.osu_root or stack.osu_module
+                           else []),
             'extras': self.environment_extras(stack),
         }
 
@@ -207,6 +211,7 @@ class Site:
             'spack_view': str(self.state_dir / 'spack-views' / self.name / stack.name)
                           if stack.build == 'spack' else '',
             'osu_root': stack.osu_root or '',
+            'osu_module': stack.osu_module or '',
         }
 
     def _logging(self) -> dict:

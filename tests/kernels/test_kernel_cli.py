@@ -3,7 +3,7 @@
 import pytest
 
 from commcheck import records
-from tests.conftest import STACKS, STACK_IDS, mpirun, needs_stacks
+from tests.conftest import STACKS, mpirun, needs_stacks
 
 pytestmark = needs_stacks()
 

@@ -80,3 +80,12 @@ def test_report_of_a_corrupt_run_report_is_one_error_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().count('\n') == 0 and done.stderr.startswith('ERROR:')
     assert 'run-report-0.json' in done.stderr
+
+
+def test_site_osu_module_is_loaded_and_found_on_path():
+    from commcheck.rfm.build import osu_program
+    stack = Stack(GCC, MPICH, osu_module='osu-micro-benchmarks/7.4', modules=('mpich/4.0.2',))
+    env = site(stack).reframe_configuration()['environments'][0]
+    assert env['modules'] == ['mpich/4.0.2', 'osu-micro-benchmarks/7.4']
+    assert 'osu' in env['features']
+    assert osu_program(env['extras'], 'osu_bw') == 'osu_bw'

@@ -9,7 +9,8 @@ The environment's ``extras['build']`` chooses the path, never the check:
   runs); the kernels (package ``commcheck-kernels``) and the OSU Micro-Benchmarks land in the
   environment's view (``extras['spack_view']``).
 
-OSU programs come from the Spack view, else from a site-provided install (``extras['osu_root']``).
+OSU programs come from the Spack view, else from a site-provided install (``extras['osu_root']``)
+or a site module that puts them on PATH (``extras['osu_module']``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from commcheck import paths, records
-from commcheck.rfm.perf import perf_record
+from commcheck import paths
 
 C_PROGRAMS = ('pingpong-c', 'comms2-c', 'dtype-c', 'stencil-c', 'stream-c')
 FORTRAN_PROGRAMS = ('pingpong-f', 'comms2-f', 'dtype-f', 'stencil-f', 'fptr-f')
@@ -89,7 +89,12 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
 
 def osu_program(environ_extras: dict, name: str) -> str | None:
-    """Path of an OSU point-to-point program for this environment, or None where there is none."""
+    """Path of an OSU point-to-point program for this environment, or None where there is none.
+
+    With an OSU module, the bare name: the module is loaded in the job, which finds it on PATH.
+    """
+    if environ_extras.get('osu_module'):
+        return name
     roots = []
     if environ_extras.get('build') == 'spack':
         roots.append(environ_extras['spack_view'])
@@ -102,39 +107,3 @@ def osu_program(environ_extras: dict, name: str) -> str | None:
             return found[0]
     return None
 
-
-class StreamProbe(rfm.RunOnlyRegressionTest):
-    """STREAM copy/triad on every core of a node: the memory-bandwidth limit of the stencil."""
-
-    descr = 'node memory bandwidth (STREAM-style copy and triad, one rank per core)'
-    valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
-    array_doubles = variable(int, value=8_000_000)
-    reps = variable(int, value=10)
-    kernels = fixture(KernelsBuild, scope='environment')
-
-    @run_after('setup')
-    def one_rank_per_core(self):
-        self.num_tasks = self.current_partition.extras.get('cores') or os.cpu_count() or 1
-        self.num_tasks_per_node = self.num_tasks
-
-    @run_before('run')
-    def set_program(self):
-        self.executable = self.kernels.program('stream-c')
-        self.executable_opts = ['--n', str(self.array_doubles), '--reps', str(self.reps)]
-
-    @sanity_function
-    def validated(self):
-        return sn.assert_found(r'^PASS ', self.stdout, msg='STREAM did not validate its arrays')
-
-    @run_before('performance')
-    def set_perf_variables(self):
-        if self.is_dry_run():
-            return
-        self.perf_variables = {
-            'copy_GBps': perf_record(self, 'RESULT', 'copy_GBps', 'GB/s'),
-            'triad_GBps': perf_record(self, 'RESULT', 'triad_GBps', 'GB/s')}
-
-    def result(self, field: str) -> float:
-        return float(records.parse_file(os.path.join(self.stagedir, str(self.stdout)))
-                     ['RESULT'][0][field])

@@ -32,6 +32,8 @@ def references_file(system: str) -> str:
 
 
 class StackCheck(rfm.RegressionTestPlugin):
+    """Mixed into every check: hooks that read the site's facts, so that checks never do."""
+
     #: Why this run has (or has no) performance references; written to every perflog line.
     reference_status = variable(str, value='not evaluated')
 

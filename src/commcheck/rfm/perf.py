@@ -46,6 +46,15 @@ def sweep_variables(check, field: str, name: str, unit: str) -> dict:
             for s in sizes}
 
 
+def kernel_run(check, kernel: str) -> dict[str, list[dict]]:
+    """The records of one kernel's run in a job that ran several (``META kernel=<kernel>``)."""
+    text = open(os.path.join(check.stagedir, str(check.stdout)), errors='replace').read()
+    for run in records.split_runs(text):
+        if run['META'] and run['META'][0].get('kernel') == kernel:
+            return run
+    raise records.RecordError(f'no output of kernel {kernel!r} in {check.stdout}')
+
+
 def data_records(check) -> list[dict]:
     return _stdout_records(check)['DATA']
 
@@ -53,3 +62,9 @@ def data_records(check) -> list[dict]:
 def meta(check) -> dict:
     found = _stdout_records(check)['META']
     return found[0] if found else {}
+
+
+def computed_variables(values: dict[str, tuple[float, str]]) -> dict:
+    """Perf variables for values computed in Python (fits, ratios): name -> (value, unit)."""
+    return {name: sn.make_performance_function(sn.defer(value), unit)
+            for name, (value, unit) in values.items()}

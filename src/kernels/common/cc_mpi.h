@@ -6,6 +6,7 @@
 #define CC_DATATYPE type(MPI_Datatype)
 #define CC_WIN type(MPI_Win)
 #define CC_INFO type(MPI_Info)
+#define CC_GROUP type(MPI_Group)
 #define CC_REQUEST type(MPI_Request)
 #define CC_STATUS type(MPI_Status)
 #else
@@ -14,6 +15,7 @@
 #define CC_DATATYPE integer
 #define CC_WIN integer
 #define CC_INFO integer
+#define CC_GROUP integer
 #define CC_REQUEST integer
 #define CC_STATUS integer, dimension(MPI_STATUS_SIZE)
 #endif

@@ -1,4 +1,5 @@
-! Helpers shared by the Fortran kernels: checked MPI calls, argument parsing, records.
+! Helpers shared by the Fortran kernels: checked MPI calls, argument parsing, records
+! (module cc_util), and the message payloads of pingpong and comms2 (module cc_payload).
 ! Conventions (records, exit codes) are described in ../README.md.
 #include "cc_mpi.h"
 module cc_util
@@ -7,11 +8,16 @@ module cc_util
   implicit none
   private
   public :: cc_init, cc_rank, cc_size, cc_check, cc_usage_error, cc_validation_error, &
-            cc_arg, cc_nargs, cc_parse_int, cc_parse_bytes, cc_parse_sizes, cc_print_meta, &
-            CC_EXIT_USAGE, CC_EXIT_VALIDATION, CC_EXIT_MPI
+            cc_arg, cc_nargs, cc_next_value, cc_help, cc_unknown_option, cc_parse_int, &
+            cc_parse_bytes, cc_parse_sizes, cc_print_meta, cc_str, cc_fixed, cc_g17, &
+            cc_physical_memory, cc_exceeds_memory, CC_EXIT_USAGE, CC_EXIT_VALIDATION, CC_EXIT_MPI
 
   integer, parameter :: CC_EXIT_USAGE = 2, CC_EXIT_VALIDATION = 3, CC_EXIT_MPI = 4
   integer, parameter :: MAX_SIZES = 64
+
+  interface cc_str
+    module procedure str_int, str_int64
+  end interface
 
 contains
 
@@ -92,21 +98,45 @@ contains
     call get_command_argument(i, text)
   end function
 
+  ! The value of option cc_arg(i); i moves on to it.
+  function cc_next_value(i) result(text)
+    integer, intent(inout) :: i
+    character(len=:), allocatable :: text
+    if (i + 1 > cc_nargs()) call cc_usage_error(cc_arg(i) // ' needs a value')
+    i = i + 1
+    text = cc_arg(i)
+  end function
+
+  ! --help: rank 0 prints the usage text, every rank finalizes, the program exits 0.
+  ! print_usage must not use its host's variables: passing an internal procedure that does
+  ! needs a trampoline, and so an executable stack.
+  subroutine cc_help(print_usage)
+    interface
+      subroutine print_usage()
+      end subroutine
+    end interface
+    integer :: ierr
+    if (cc_rank() == 0) call print_usage()
+    call MPI_Finalize(ierr)
+    call cc_check(ierr, 'MPI_Finalize')
+    stop
+  end subroutine
+
+  subroutine cc_unknown_option(arg)
+    character(len=*), intent(in) :: arg
+    call cc_usage_error("unknown option '" // arg // "' (see --help)")
+  end subroutine
+
   integer(int64) function cc_parse_int(opt, text, lo, hi) result(v)
     character(len=*), intent(in) :: opt, text
     integer(int64), intent(in) :: lo, hi
     integer :: ios
-    character(len=32) :: lo_s, hi_s
     if (len_trim(text) == 0 .or. verify(trim(text), '-0123456789') /= 0) &
       call cc_usage_error(opt // ": '" // text // "' is not a whole number")
     read(text, *, iostat=ios) v
     if (ios /= 0) call cc_usage_error(opt // ": '" // text // "' is not a whole number")
-    if (v < lo .or. v > hi) then
-      write(lo_s, '(i0)') lo
-      write(hi_s, '(i0)') hi
-      call cc_usage_error(opt // ": " // text // " is out of range [" // trim(lo_s) // ", " &
-                          // trim(hi_s) // "]")
-    end if
+    if (v < lo .or. v > hi) call cc_usage_error(opt // ": " // text // " is out of range [" // &
+                                                cc_str(lo) // ", " // cc_str(hi) // "]")
   end function
 
   ! Digits with an optional k/m/g suffix (KiB, MiB, GiB); at least 1 byte.
@@ -184,4 +214,193 @@ contains
     flush(output_unit)
   end subroutine
 
+  function str_int(n) result(text)
+    integer, intent(in) :: n
+    character(len=:), allocatable :: text
+    text = str_int64(int(n, int64))
+  end function
+
+  function str_int64(n) result(text)
+    integer(int64), intent(in) :: n
+    character(len=:), allocatable :: text
+    character(len=24) :: buf
+    write(buf, '(i0)') n
+    text = trim(buf)
+  end function
+
+  ! Fixed point with `decimals` digits, no blanks, and a leading zero below 1 (unlike f0.d).
+  function cc_fixed(x, decimals) result(text)
+    real(real64), intent(in) :: x
+    integer, intent(in) :: decimals
+    character(len=:), allocatable :: text
+    character(len=64) :: buf, form
+    write(form, '(a,i0,a)') '(f64.', decimals, ')'
+    write(buf, form) x
+    text = trim(adjustl(buf))
+  end function
+
+  ! 17 significant digits, enough to tell any two doubles apart.
+  function cc_g17(x) result(text)
+    real(real64), intent(in) :: x
+    character(len=:), allocatable :: text
+    character(len=32) :: buf
+    write(buf, '(es32.16e3)') x
+    text = trim(adjustl(buf))
+  end function
+
+  ! MemTotal of /proc/meminfo in bytes; "unlimited" where that file is missing.
+  real(real64) function cc_physical_memory()
+    character(len=256) :: line
+    integer :: u, ios
+    integer(int64) :: kib
+    cc_physical_memory = huge(1.0_real64)
+    open(newunit=u, file='/proc/meminfo', action='read', status='old', iostat=ios)
+    if (ios /= 0) return
+    do
+      read(u, '(a)', iostat=ios) line
+      if (ios /= 0) exit
+      if (line(1:9) == 'MemTotal:') then
+        read(line(10:), *, iostat=ios) kib
+        if (ios == 0) cc_physical_memory = 1024.0_real64 * real(kib, real64)
+        exit
+      end if
+    end do
+    close(u)
+  end function
+
+  ! More than 90% of the node's memory: the rest is left to the system and the MPI library.
+  logical function cc_exceeds_memory(bytes)
+    real(real64), intent(in) :: bytes
+    cc_exceeds_memory = bytes > 0.9_real64 * cc_physical_memory()
+  end function
+
 end module cc_util
+
+! The two-rank message sweeps (pingpong, comms2): their command line and their payloads.
+! Every byte depends on size and sender, so a message of the wrong size or from the wrong rank
+! is caught, not only a missing one. The first and last 8 bytes (all of a message shorter than
+! 16 bytes) carry a stamp of the message's number `seq`, so a buffer left over from an earlier
+! message is caught too; checking only those ends is cheap enough for every timed message.
+! Bytes are stored as value - 128 to fit int8; buffers are zero-based like the offsets.
+module cc_payload
+  use, intrinsic :: iso_fortran_env, only: int8, int64
+  use cc_util
+  implicit none
+  private
+  public :: cc_sweep, cc_sweep_args, cc_payload_fill, cc_payload_stamp, cc_payload_byte, &
+            cc_payload_mismatch
+
+  ! What the command line asks for (see the programs' --help).
+  type cc_sweep
+    integer(int64), allocatable :: sizes(:)
+    integer(int64) :: iters = 1000, warmup = 100
+    logical :: inject = .false.
+  end type
+
+contains
+
+  ! Parses the command line; a sweep runs on exactly 2 ranks.
+  subroutine cc_sweep_args(kernel, print_usage, sw)
+    character(len=*), intent(in) :: kernel
+    interface
+      subroutine print_usage()
+      end subroutine
+    end interface
+    type(cc_sweep), intent(out) :: sw
+    character(len=:), allocatable :: arg, sizes_text
+    integer :: i, k
+    sizes_text = '1:1048576'
+    i = 1
+    do while (i <= cc_nargs())
+      arg = cc_arg(i)
+      select case (arg)
+      case ('--help')
+        call cc_help(print_usage)
+      case ('--sizes')
+        sizes_text = cc_next_value(i)
+      case ('--iters')
+        sw%iters = cc_parse_int('--iters', cc_next_value(i), 1_int64, 1000000000_int64)
+      case ('--warmup')
+        sw%warmup = cc_parse_int('--warmup', cc_next_value(i), 0_int64, 1000000000_int64)
+      case ('--inject-error')
+        sw%inject = .true.
+      case default
+        call cc_unknown_option(arg)
+      end select
+      i = i + 1
+    end do
+    call cc_parse_sizes('--sizes', sizes_text, sw%sizes)
+    do k = 1, size(sw%sizes)
+      if (sw%sizes(k) > huge(0)) call cc_usage_error('--sizes: ' // cc_str(sw%sizes(k)) // &
+          ' bytes do not fit in one message (at most ' // cc_str(huge(0)) // ')')
+    end do
+    if (cc_size() /= 2) call cc_usage_error(kernel // ' needs exactly 2 ranks, got ' // &
+                                            cc_str(cc_size()))
+  end subroutine
+
+  integer(int8) function pattern(nbytes, sender, j)
+    integer(int64), intent(in) :: nbytes, j
+    integer, intent(in) :: sender
+    pattern = int(iand(j * 13 + ishft(j, -8) + nbytes * 7 + sender * 101 + 1, 255_int64) - 128, &
+                  int8)
+  end function
+
+  ! The byte at offset j of message `seq` from `sender`.
+  integer(int8) function cc_payload_byte(nbytes, sender, seq, j)
+    integer(int64), intent(in) :: nbytes, seq, j
+    integer, intent(in) :: sender
+    integer(int64) :: stamp, b
+    if (nbytes < 16) then
+      b = mod(j, 8_int64)
+    else if (j < 8) then
+      b = j
+    else if (j >= nbytes - 8) then
+      b = j - (nbytes - 8)
+    else
+      cc_payload_byte = pattern(nbytes, sender, j)
+      return
+    end if
+    stamp = ieor(ieor(seq * 1000003_int64, ishft(nbytes, 1)), int(sender, int64))
+    cc_payload_byte = int(ibits(stamp, int(8 * b), 8) - 128, int8)
+  end function
+
+  ! The message body, stamps aside: once per size, outside the timing.
+  subroutine cc_payload_fill(buf, nbytes, sender)
+    integer(int8), intent(inout) :: buf(0:)
+    integer(int64), intent(in) :: nbytes
+    integer, intent(in) :: sender
+    integer(int64) :: j
+    do j = 0, nbytes - 1
+      buf(j) = pattern(nbytes, sender, j)
+    end do
+  end subroutine
+
+  subroutine cc_payload_stamp(buf, nbytes, sender, seq)
+    integer(int8), intent(inout) :: buf(0:)
+    integer(int64), intent(in) :: nbytes, seq
+    integer, intent(in) :: sender
+    integer(int64) :: j
+    do j = 0, min(nbytes, 8_int64) - 1
+      buf(j) = cc_payload_byte(nbytes, sender, seq, j)
+    end do
+    do j = merge(8_int64, nbytes - 8, nbytes < 16), nbytes - 1
+      buf(j) = cc_payload_byte(nbytes, sender, seq, j)
+    end do
+  end subroutine
+
+  ! Offset of the first wrong byte of the whole message, or of its stamped ends only;
+  ! nbytes when there is none.
+  integer(int64) function cc_payload_mismatch(buf, nbytes, sender, seq, whole) result(j)
+    integer(int8), intent(in) :: buf(0:)
+    integer(int64), intent(in) :: nbytes, seq
+    integer, intent(in) :: sender
+    logical, intent(in) :: whole
+    j = 0
+    do while (j < nbytes)
+      if (.not. whole .and. nbytes >= 16 .and. j == 8) j = nbytes - 8
+      if (buf(j) /= cc_payload_byte(nbytes, sender, seq, j)) return
+      j = j + 1
+    end do
+  end function
+
+end module cc_payload

@@ -100,6 +100,22 @@ static inline const char *cc_optval(int argc, char **argv, int *i, const char *n
     return argv[*i];
 }
 
+/* --help: rank 0 prints `usage`, every rank finalizes, the program exits 0. */
+static inline void cc_help(const char *usage)
+{
+    if (cc_rank() == 0) {
+        fputs(usage, stdout);
+        fflush(stdout);
+    }
+    CC_CHECK(MPI_Finalize());
+    exit(0);
+}
+
+static inline void cc_unknown_option(const char *arg)
+{
+    cc_usage_error("unknown option '%s' (see --help)", arg);
+}
+
 static inline long long cc_parse_int(const char *opt, const char *text, long long min, long long max)
 {
     char *end = NULL;
@@ -128,6 +144,12 @@ static inline size_t cc_physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return (pages > 0 && page > 0) ? (size_t)pages * (size_t)page : SIZE_MAX;
+}
+
+/* More than 90% of the node's memory: the rest is left to the system and the MPI library. */
+static inline int cc_exceeds_memory(double bytes)
+{
+    return bytes > 0.9 * (double)cc_physical_memory();
 }
 
 /* A byte count: digits with an optional k/m/g suffix (KiB, MiB, GiB); at least 1 and no

@@ -1,6 +1,6 @@
 /* Simultaneous exchange between two ranks (Parkbench COMMS2 of seed 003): both ranks send
  * at once, so the link is used in both directions; the mean exchange time is timed per size. */
-#include "cc_util.h"
+#include "cc_payload.h"
 
 static const char *usage =
     "Usage: comms2-c [options]   (exactly 2 ranks)\n"
@@ -13,54 +13,21 @@ static const char *usage =
     "  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)\n"
     "  --help          print this text\n";
 
-/* The payload depends on size and sender, so a message of the wrong size or from the
- * wrong rank is caught, not only a missing one. */
-static unsigned char pattern(size_t size, int rank, size_t j)
+/* Warm-up iterations are numbered -warmup..-1, timed ones 0..iters-1; two rounds each. */
+static uint64_t seq(long long it, int round)
 {
-    return (unsigned char)(j * 13 + (j >> 8) + size * 7 + (size_t)rank * 101 + 1);
-}
-
-/* Each message also carries a stamp of its iteration and round in its first and last 8 bytes
- * (all of it when shorter than 16 bytes): a buffer left over from an earlier message is
- * caught. Warm-up iterations are numbered -warmup..-1, timed ones 0..iters-1. */
-static uint64_t stamp_value(long long it, int round, size_t size, int rank)
-{
-    return (uint64_t)(2 * it + round + 4294967296LL) * 1000003u ^ ((uint64_t)size << 1) ^
-           (uint64_t)rank;
-}
-
-static unsigned char expected(size_t size, int rank, long long it, int round, size_t j)
-{
-    size_t k;
-    if (size < 16)
-        k = j % 8;
-    else if (j < 8)
-        k = j;
-    else if (j >= size - 8)
-        k = j - (size - 8);
-    else
-        return pattern(size, rank, j);
-    return (unsigned char)(stamp_value(it, round, size, rank) >> (8 * k));
+    return (uint64_t)(2 * it + round + 4294967296LL);
 }
 
 static void check(const unsigned char *buf, size_t size, int sender, long long it, int round,
-                  size_t lo, size_t hi)
+                  int whole)
 {
-    for (size_t j = lo; j < hi; j++) {
-        unsigned char want = expected(size, sender, it, round, j);
-        if (buf[j] != want)
-            cc_validation_error(
-                "size %zu, iteration %lld%s, round %d, byte %zu: got %u, expected %u", size, it,
-                it < 0 ? " (warm-up)" : "", round, j, buf[j], want);
-    }
-}
-
-static void stamp(unsigned char *buf, size_t size, int rank, long long it, int round)
-{
-    for (size_t j = 0; j < size && j < 8; j++)
-        buf[j] = expected(size, rank, it, round, j);
-    for (size_t j = size < 16 ? 8 : size - 8; j < size; j++)
-        buf[j] = expected(size, rank, it, round, j);
+    size_t j = cc_payload_mismatch(buf, size, sender, seq(it, round), whole);
+    if (j < size)
+        cc_validation_error(
+            "size %zu, iteration %lld%s, round %d, byte %zu: got %u, expected %u", size, it,
+            it < 0 ? " (warm-up)" : "", round, j, buf[j],
+            cc_payload_byte(size, sender, seq(it, round), j));
 }
 
 /* One iteration: two rounds in which each rank receives while it sends (4 messages). */
@@ -70,59 +37,23 @@ static void exchange(int rank, unsigned char *sbuf, unsigned char *rbuf, size_t 
     int peer = 1 - rank, n = (int)size;
     for (int round = 0; round < 2; round++) {
         MPI_Request req;
-        stamp(sbuf, size, rank, it, round);
+        cc_payload_stamp(sbuf, size, rank, seq(it, round));
         CC_CHECK(MPI_Irecv(rbuf, n, MPI_BYTE, peer, round, MPI_COMM_WORLD, &req));
         CC_CHECK(MPI_Send(sbuf, n, MPI_BYTE, peer, round, MPI_COMM_WORLD));
         CC_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-        if (size < 16) {
-            check(rbuf, size, peer, it, round, 0, size);
-        } else {
-            check(rbuf, size, peer, it, round, 0, 8);
-            check(rbuf, size, peer, it, round, size - 8, size);
-        }
+        check(rbuf, size, peer, it, round, 0);
     }
 }
 
 int main(int argc, char **argv)
 {
     cc_init(&argc, &argv);
-    const char *sizes_text = "1:1048576";
-    long long iters = 1000, warmup = 100;
-    int inject = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0) {
-            if (cc_rank() == 0)
-                fputs(usage, stdout);
-            CC_CHECK(MPI_Finalize());
-            return 0;
-        } else if ((v = cc_optval(argc, argv, &i, "--sizes"))) {
-            sizes_text = v;
-        } else if ((v = cc_optval(argc, argv, &i, "--iters"))) {
-            iters = cc_parse_int("--iters", v, 1, 1000000000);
-        } else if ((v = cc_optval(argc, argv, &i, "--warmup"))) {
-            warmup = cc_parse_int("--warmup", v, 0, 1000000000);
-        } else if (strcmp(argv[i], "--inject-error") == 0) {
-            inject = 1;
-        } else {
-            cc_usage_error("unknown option '%s' (see --help)", argv[i]);
-        }
-    }
-    size_t *sizes = NULL, max = 0;
-    int nsizes = cc_parse_sizes("--sizes", sizes_text, &sizes);
-    for (int k = 0; k < nsizes; k++) {
-        if (sizes[k] > INT_MAX)
-            cc_usage_error("--sizes: %zu bytes do not fit in one message (at most %d)",
-                           sizes[k], INT_MAX);
-        if (sizes[k] > max)
-            max = sizes[k];
-    }
-    if (cc_size() != 2)
-        cc_usage_error("comms2 needs exactly 2 ranks, got %d", cc_size());
+    struct cc_sweep sw;
+    cc_sweep_args(argc, argv, "comms2", usage, &sw);
 
     int rank = cc_rank(), peer = 1 - rank;
-    unsigned char *sbuf = cc_malloc(max, "the send buffer");
-    unsigned char *rbuf = cc_malloc(max, "the receive buffer");
+    unsigned char *sbuf = cc_malloc(sw.max, "the send buffer");
+    unsigned char *rbuf = cc_malloc(sw.max, "the receive buffer");
     if (rank == 0)
         printf("# comms2: one iteration = 2 rounds of (MPI_Irecv, MPI_Send, MPI_Wait) on both "
                "ranks at once = 4 messages; per size MPI_Barrier, %lld untimed iterations, then "
@@ -130,32 +61,23 @@ int main(int argc, char **argv)
                "exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us (10^6 B/s); validated = "
                "received messages checked (iteration stamp in first/last 8 bytes of each, whole "
                "payload of the last)\n",
-               warmup, iters);
-    cc_print_meta("comms2", "iters=%lld warmup=%lld sizes=%d", iters, warmup, nsizes);
+               sw.warmup, sw.iters);
+    cc_print_meta("comms2", "iters=%lld warmup=%lld sizes=%d", sw.iters, sw.warmup, sw.nsizes);
 
     long long validated = 0;
-    for (int k = 0; k < nsizes; k++) {
-        size_t size = sizes[k];
-        for (size_t j = 0; j < size; j++)
-            sbuf[j] = pattern(size, rank, j);
-        memset(rbuf, 0, size);
-        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        for (long long it = -warmup; it < 0; it++)
-            exchange(rank, sbuf, rbuf, size, it);
-        double t0 = MPI_Wtime();
-        for (long long it = 0; it < iters; it++)
-            exchange(rank, sbuf, rbuf, size, it);
-        double exchange_us = (MPI_Wtime() - t0) / (double)iters * 1e6;
+    for (int k = 0; k < sw.nsizes; k++) {
+        size_t size = sw.sizes[k];
+        double exchange_us = cc_sweep_time(&sw, exchange, rank, sbuf, rbuf, size);
 
         /* The middle byte lies outside the stamps, so only the whole-payload check sees it. */
-        if (inject && rank == 0 && k == 0)
+        if (sw.inject && rank == 0 && k == 0)
             rbuf[size / 2] ^= 0x5a;
-        check(rbuf, size, peer, iters - 1, 1, 0, size);
-        validated += 2 * (warmup + iters);
+        check(rbuf, size, peer, sw.iters - 1, 1, 1);
+        validated += 2 * (sw.warmup + sw.iters);
         if (rank == 0) {
             double msg_us = exchange_us / 4;
             printf("DATA size=%zu iters=%lld exchange_us=%.4f msg_us=%.4f bw_MBps=%.4f\n", size,
-                   iters, exchange_us, msg_us, (double)size / msg_us);
+                   sw.iters, exchange_us, msg_us, (double)size / msg_us);
             fflush(stdout);
         }
     }
@@ -166,7 +88,7 @@ int main(int argc, char **argv)
         printf("PASS validated=%lld\n", total);
     free(sbuf);
     free(rbuf);
-    free(sizes);
+    free(sw.sizes);
     CC_CHECK(MPI_Finalize());
     return 0;
 }

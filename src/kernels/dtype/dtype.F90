@@ -111,7 +111,7 @@ contains
     character(len=:), allocatable :: opt, val, typ, stride_text, sizes_text
     integer(int64), parameter :: INT_MAX = huge(1)
     integer(int64) :: esize, block, nblocks
-    integer :: i, k, ierr
+    integer :: i, k
     logical :: have_stride
     character(len=80) :: num
     have_stride = .false.
@@ -123,16 +123,12 @@ contains
       opt = cc_arg(i)
       select case (opt)
       case ('--help')
-        if (cc_rank() == 0) call usage()
-        call MPI_Finalize(ierr)
-        stop
+        call cc_help(usage)
       case ('--inject-error')
         o%inject = .true.
       case ('--type', '--stride', '--blocklen', '--send-mode', '--recv-mode', '--sizes', &
             '--iters', '--warmup')
-        if (i == cc_nargs()) call cc_usage_error(opt // ' needs a value')
-        i = i + 1
-        val = cc_arg(i)
+        val = cc_next_value(i)
         select case (opt)
         case ('--type');      typ = val
         case ('--stride');    stride_text = val
@@ -145,7 +141,7 @@ contains
         case ('--warmup');    o%warmup = int(cc_parse_int(opt, val, 0_int64, 1000000000_int64))
         end select
       case default
-        call cc_usage_error("unknown option '" // opt // "' (see --help)")
+        call cc_unknown_option(opt)
       end select
       i = i + 1
     end do
@@ -509,25 +505,13 @@ contains
       run_size = check_all(l, echo, bytes, last)
       rtt = total / o%iters * 1e6_real64
       write(output_unit, '(a,i0,a,i0,a,i0,6a)') 'DATA size=', bytes, ' count=', l%count, &
-        ' iters=', o%iters, ' rtt_us=', fmt(rtt, 3), ' oneway_us=', fmt(rtt / 2, 3), &
-        ' bw_MBps=', fmt(real(bytes, real64) / (rtt / 2), 2)
+        ' iters=', o%iters, ' rtt_us=', cc_fixed(rtt, 3), ' oneway_us=', cc_fixed(rtt / 2, 3), &
+        ' bw_MBps=', cc_fixed(real(bytes, real64) / (rtt / 2), 2)
       flush(output_unit)
     else
       run_size = check_all(l, user, bytes, last)
     end if
     call layout_free(l)
-  end function
-
-  ! A fixed-point number without blanks, and with a leading zero below 1 (unlike f0.d).
-  function fmt(x, digits) result(text)
-    real(real64), intent(in) :: x
-    integer, intent(in) :: digits
-    character(len=:), allocatable :: text
-    character(len=40) :: buf
-    character(len=12) :: form
-    write(form, '(a,i0,a)') '(f40.', digits, ')'
-    write(buf, form) x
-    text = trim(adjustl(buf))
   end function
 
 end program

@@ -26,32 +26,30 @@ struct layout {
     void *scratch;       /* loop: contiguous copy; pack: pack buffer */
 };
 
-static void usage(void)
-{
-    printf("usage: dtype-c [options]   (exactly 2 ranks)\n"
-           "Ping-pong of non-contiguous data: rank 0 sends in the layout of --send-mode and\n"
-           "receives the echo in it, rank 1 receives and echoes in the layout of --recv-mode.\n"
-           "Block b of the user buffer starts at element b*stride and holds blocklen elements.\n"
-           "  --type byte|double   element type (default byte)\n"
-           "  --stride S           elements from block to block (default 64 byte, 8 double)\n"
-           "  --blocklen B         consecutive elements per block, B <= S (default 1)\n"
-           "  --send-mode M        rank 0 layout (default contig)\n"
-           "  --recv-mode M        rank 1 layout (default contig)\n"
-           "      M: contig   elements packed in user memory, sent as count x type\n"
-           "         stride   one MPI_Type_vector over the strided buffer\n"
-           "         loop     hand copy to/from a contiguous buffer (copies are timed)\n"
-           "         pack     MPI_Pack/MPI_Unpack with the vector type, sent as MPI_PACKED\n"
-           "         subarray one MPI_Type_create_subarray view (nblocks x stride array,\n"
-           "                  first B columns)\n"
-           "  --sizes LIST         useful payload bytes, multiples of element size x B:\n"
-           "                       '8,64' or power-of-two range 'lo:hi' (default 8:65536)\n"
-           "  --iters N            timed round trips per size (default 200)\n"
-           "  --warmup N           untimed round trips before them (default 20)\n"
-           "  --inject-error       self-test: corrupt one received element so that the\n"
-           "                       validation must fail (exit 3)\n"
-           "  --help               this text\n"
-           "Records: META, one DATA per size, PASS validated=<elements checked on both ranks>.\n");
-}
+static const char *usage =
+    "usage: dtype-c [options]   (exactly 2 ranks)\n"
+    "Ping-pong of non-contiguous data: rank 0 sends in the layout of --send-mode and\n"
+    "receives the echo in it, rank 1 receives and echoes in the layout of --recv-mode.\n"
+    "Block b of the user buffer starts at element b*stride and holds blocklen elements.\n"
+    "  --type byte|double   element type (default byte)\n"
+    "  --stride S           elements from block to block (default 64 byte, 8 double)\n"
+    "  --blocklen B         consecutive elements per block, B <= S (default 1)\n"
+    "  --send-mode M        rank 0 layout (default contig)\n"
+    "  --recv-mode M        rank 1 layout (default contig)\n"
+    "      M: contig   elements packed in user memory, sent as count x type\n"
+    "         stride   one MPI_Type_vector over the strided buffer\n"
+    "         loop     hand copy to/from a contiguous buffer (copies are timed)\n"
+    "         pack     MPI_Pack/MPI_Unpack with the vector type, sent as MPI_PACKED\n"
+    "         subarray one MPI_Type_create_subarray view (nblocks x stride array,\n"
+    "                  first B columns)\n"
+    "  --sizes LIST         useful payload bytes, multiples of element size x B:\n"
+    "                       '8,64' or power-of-two range 'lo:hi' (default 8:65536)\n"
+    "  --iters N            timed round trips per size (default 200)\n"
+    "  --warmup N           untimed round trips before them (default 20)\n"
+    "  --inject-error       self-test: corrupt one received element so that the\n"
+    "                       validation must fail (exit 3)\n"
+    "  --help               this text\n"
+    "Records: META, one DATA per size, PASS validated=<elements checked on both ranks>.\n";
 
 static enum mode parse_mode(const char *opt, const char *text)
 {
@@ -68,10 +66,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
     *o = (struct opts){.blocklen = 1, .iters = 200, .warmup = 20, .mode = {CONTIG, CONTIG}};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
-            if (cc_rank() == 0)
-                usage();
-            MPI_Finalize();
-            exit(0);
+            cc_help(usage);
         } else if (strcmp(argv[i], "--inject-error") == 0) {
             o->inject = 1;
         } else if ((v = cc_optval(argc, argv, &i, "--type"))) {
@@ -91,7 +86,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         } else if ((v = cc_optval(argc, argv, &i, "--warmup"))) {
             o->warmup = (int)cc_parse_int("--warmup", v, 0, 1000000000);
         } else {
-            cc_usage_error("unknown option '%s' (see --help)", argv[i]);
+            cc_unknown_option(argv[i]);
         }
     }
     if (strcmp(type, "byte") == 0)

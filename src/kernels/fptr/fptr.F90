@@ -28,30 +28,27 @@ program fptr
     arg = cc_arg(i)
     select case (arg)
     case ('--help')
-      if (cc_rank() == 0) call print_usage()
-      call MPI_Finalize(ierr)
-      call cc_check(ierr, 'MPI_Finalize')
-      stop
+      call cc_help(print_usage)
     case ('--variant')
-      variant = next_value(i)
+      variant = cc_next_value(i)
       if (variant /= 'alloc' .and. variant /= 'pointer' .and. variant /= 'cptr') &
         call cc_usage_error("--variant: '" // variant // "' is not one of alloc, pointer, cptr")
     case ('--n')
-      n64 = cc_parse_int('--n', next_value(i), 1_int64, 20000_int64)
+      n64 = cc_parse_int('--n', cc_next_value(i), 1_int64, 20000_int64)
     case ('--steps')
-      steps = cc_parse_int('--steps', next_value(i), 1_int64, 1000000_int64)
+      steps = cc_parse_int('--steps', cc_next_value(i), 1_int64, 1000000_int64)
     case ('--inject-error')
       inject = .true.
     case default
-      call cc_usage_error("unknown option '" // arg // "' (see --help)")
+      call cc_unknown_option(arg)
     end select
     i = i + 1
   end do
   ! Several ranks would only share the node's memory bandwidth and blur the comparison.
-  if (cc_size() /= 1) call cc_usage_error('fptr-f runs on 1 rank, got ' // str(int(cc_size(), int64)))
+  if (cc_size() /= 1) call cc_usage_error('fptr-f runs on 1 rank, got ' // cc_str(cc_size()))
   n = int(n64)
-  if (16.0_real64 * real(n + 2, real64)**2 > 0.9_real64 * physical_memory()) &
-    call cc_usage_error('--n ' // str(n64) // ' needs more memory than this node has')
+  if (cc_exceeds_memory(16.0_real64 * real(n + 2, real64)**2)) &
+    call cc_usage_error('--n ' // cc_str(n64) // ' needs more memory than this node has')
 
   write(output_unit, '(a)') '# per variant, MPI_Wtime sums over the run as in Table 3: ' // &
     'init_s = allocate both (N+2)^2 arrays (cptr: MPI_Win_allocate_shared + c_f_pointer) and ' // &
@@ -63,7 +60,8 @@ program fptr
     'with a zero border, which each step multiplies by cos(pi/(2(N+1)))^2, so checksum = sum ' // &
     'of a after the steps is known exactly (relative tolerance 1e-10)'
   flush(output_unit)
-  call cc_print_meta('fptr', 'variant=' // variant // ' n=' // str(n64) // ' steps=' // str(steps))
+  call cc_print_meta('fptr', 'variant=' // variant // ' n=' // cc_str(n64) // ' steps=' // &
+                     cc_str(steps))
 
   ! The 1-D factor of the initial mode, shared by all variants (outside the timing).
   allocate(s(0:n + 1))
@@ -88,11 +86,12 @@ program fptr
   lambda = cos(PI / real(2 * (n + 1), real64))**2
   expected = lambda**steps * sum(s(1:n))**2
   if (.not. (abs(checksum - expected) <= TOLERANCE * abs(expected))) &
-    call cc_validation_error('checksum ' // g17(checksum) // ' differs from the exact ' // &
-      g17(expected) // ' (relative ' // g17(abs(checksum - expected) / abs(expected)) // ' > 1e-10)')
-  write(output_unit, '(a)') 'RESULT init_s=' // fix(t_init) // ' read_s=' // fix(t_read) // &
-    ' write_s=' // fix(t_write) // ' total_s=' // fix(t_init + t_read + t_write) // &
-    ' checksum=' // g17(checksum)
+    call cc_validation_error('checksum ' // cc_g17(checksum) // ' differs from the exact ' // &
+      cc_g17(expected) // ' (relative ' // cc_g17(abs(checksum - expected) / abs(expected)) // &
+      ' > 1e-10)')
+  write(output_unit, '(a)') 'RESULT init_s=' // cc_fixed(t_init, 6) // ' read_s=' // &
+    cc_fixed(t_read, 6) // ' write_s=' // cc_fixed(t_write, 6) // ' total_s=' // &
+    cc_fixed(t_init + t_read + t_write, 6) // ' checksum=' // cc_g17(checksum)
   flush(output_unit)
   write(output_unit, '(a)') 'PASS validated=1'
   call MPI_Finalize(ierr)
@@ -233,59 +232,6 @@ contains
       checksum = checksum + col
     end do
   end subroutine
-
-  ! MemTotal of /proc/meminfo in bytes; "unlimited" where that file is missing.
-  real(real64) function physical_memory()
-    character(len=256) :: line
-    integer :: u, ios
-    integer(int64) :: kib
-    physical_memory = huge(1.0_real64)
-    open(newunit=u, file='/proc/meminfo', action='read', status='old', iostat=ios)
-    if (ios /= 0) return
-    do
-      read(u, '(a)', iostat=ios) line
-      if (ios /= 0) exit
-      if (line(1:9) == 'MemTotal:') then
-        read(line(10:), *, iostat=ios) kib
-        if (ios == 0) physical_memory = 1024.0_real64 * real(kib, real64)
-        exit
-      end if
-    end do
-    close(u)
-  end function
-
-  function next_value(i) result(text)
-    integer, intent(inout) :: i
-    character(len=:), allocatable :: text
-    if (i + 1 > cc_nargs()) call cc_usage_error(cc_arg(i) // ' needs a value')
-    i = i + 1
-    text = cc_arg(i)
-  end function
-
-  function str(v) result(text)
-    integer(int64), intent(in) :: v
-    character(len=:), allocatable :: text
-    character(len=24) :: buf
-    write(buf, '(i0)') v
-    text = trim(buf)
-  end function
-
-  function fix(x) result(text)
-    real(real64), intent(in) :: x
-    character(len=:), allocatable :: text
-    character(len=32) :: buf
-    write(buf, '(f32.6)') x
-    text = trim(adjustl(buf))
-  end function
-
-  ! 17 significant digits, enough to tell any two doubles apart.
-  function g17(x) result(text)
-    real(real64), intent(in) :: x
-    character(len=:), allocatable :: text
-    character(len=32) :: buf
-    write(buf, '(es32.16e3)') x
-    text = trim(adjustl(buf))
-  end function
 
   subroutine print_usage()
     write(output_unit, '(a)') 'usage: fptr-f [options]   (1 rank)', &

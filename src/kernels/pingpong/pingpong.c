@@ -1,6 +1,6 @@
 /* Ping-pong between two ranks (seeds 000/004 and 001; Parkbench COMMS1 of seed 003):
  * rank 0 sends a message, rank 1 sends one back; the mean round trip is timed per size. */
-#include "cc_util.h"
+#include "cc_payload.h"
 
 static const char *usage =
     "Usage: pingpong-c [options]   (exactly 2 ranks)\n"
@@ -12,69 +12,26 @@ static const char *usage =
     "  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)\n"
     "  --help          print this text\n";
 
-/* The payload depends on size and sender, so a message of the wrong size or from the
- * wrong rank is caught, not only a missing one. */
-static unsigned char pattern(size_t size, int rank, size_t j)
+/* Warm-up iterations are numbered -warmup..-1, timed ones 0..iters-1. */
+static uint64_t seq(long long it)
 {
-    return (unsigned char)(j * 13 + (j >> 8) + size * 7 + (size_t)rank * 101 + 1);
+    return (uint64_t)(it + 2147483648LL);
 }
 
-/* Each message also carries a stamp of its iteration in its first and last 8 bytes (all of
- * it when shorter than 16 bytes): a buffer left over from an earlier iteration is caught.
- * Warm-up iterations are numbered -warmup..-1, timed ones 0..iters-1. */
-static uint64_t stamp_value(long long it, size_t size, int rank)
+static void check(const unsigned char *buf, size_t size, int sender, long long it, int whole)
 {
-    return (uint64_t)(it + 2147483648LL) * 1000003u ^ ((uint64_t)size << 1) ^ (uint64_t)rank;
-}
-
-static unsigned char expected(size_t size, int rank, long long it, size_t j)
-{
-    size_t k;
-    if (size < 16)
-        k = j % 8;
-    else if (j < 8)
-        k = j;
-    else if (j >= size - 8)
-        k = j - (size - 8);
-    else
-        return pattern(size, rank, j);
-    return (unsigned char)(stamp_value(it, size, rank) >> (8 * k));
-}
-
-static void check(const unsigned char *buf, size_t size, int sender, long long it,
-                  size_t lo, size_t hi)
-{
-    for (size_t j = lo; j < hi; j++) {
-        unsigned char want = expected(size, sender, it, j);
-        if (buf[j] != want)
-            cc_validation_error("size %zu, iteration %lld%s, byte %zu: got %u, expected %u",
-                                size, it, it < 0 ? " (warm-up)" : "", j, buf[j], want);
-    }
-}
-
-static void check_ends(const unsigned char *buf, size_t size, int sender, long long it)
-{
-    if (size < 16) {
-        check(buf, size, sender, it, 0, size);
-    } else {
-        check(buf, size, sender, it, 0, 8);
-        check(buf, size, sender, it, size - 8, size);
-    }
-}
-
-static void stamp(unsigned char *buf, size_t size, int rank, long long it)
-{
-    for (size_t j = 0; j < size && j < 8; j++)
-        buf[j] = expected(size, rank, it, j);
-    for (size_t j = size < 16 ? 8 : size - 8; j < size; j++)
-        buf[j] = expected(size, rank, it, j);
+    size_t j = cc_payload_mismatch(buf, size, sender, seq(it), whole);
+    if (j < size)
+        cc_validation_error("size %zu, iteration %lld%s, byte %zu: got %u, expected %u", size, it,
+                            it < 0 ? " (warm-up)" : "", j, buf[j],
+                            cc_payload_byte(size, sender, seq(it), j));
 }
 
 static void round_trip(int rank, unsigned char *sbuf, unsigned char *rbuf, size_t size,
                        long long it)
 {
     int peer = 1 - rank, n = (int)size;
-    stamp(sbuf, size, rank, it);
+    cc_payload_stamp(sbuf, size, rank, seq(it));
     if (rank == 0) {
         CC_CHECK(MPI_Send(sbuf, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD));
         CC_CHECK(MPI_Recv(rbuf, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
@@ -82,80 +39,40 @@ static void round_trip(int rank, unsigned char *sbuf, unsigned char *rbuf, size_
         CC_CHECK(MPI_Recv(rbuf, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         CC_CHECK(MPI_Send(sbuf, n, MPI_BYTE, peer, 0, MPI_COMM_WORLD));
     }
-    check_ends(rbuf, size, peer, it);
+    check(rbuf, size, peer, it, 0);
 }
 
 int main(int argc, char **argv)
 {
     cc_init(&argc, &argv);
-    const char *sizes_text = "1:1048576";
-    long long iters = 1000, warmup = 100;
-    int inject = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0) {
-            if (cc_rank() == 0)
-                fputs(usage, stdout);
-            CC_CHECK(MPI_Finalize());
-            return 0;
-        } else if ((v = cc_optval(argc, argv, &i, "--sizes"))) {
-            sizes_text = v;
-        } else if ((v = cc_optval(argc, argv, &i, "--iters"))) {
-            iters = cc_parse_int("--iters", v, 1, 1000000000);
-        } else if ((v = cc_optval(argc, argv, &i, "--warmup"))) {
-            warmup = cc_parse_int("--warmup", v, 0, 1000000000);
-        } else if (strcmp(argv[i], "--inject-error") == 0) {
-            inject = 1;
-        } else {
-            cc_usage_error("unknown option '%s' (see --help)", argv[i]);
-        }
-    }
-    size_t *sizes = NULL, max = 0;
-    int nsizes = cc_parse_sizes("--sizes", sizes_text, &sizes);
-    for (int k = 0; k < nsizes; k++) {
-        if (sizes[k] > INT_MAX)
-            cc_usage_error("--sizes: %zu bytes do not fit in one message (at most %d)",
-                           sizes[k], INT_MAX);
-        if (sizes[k] > max)
-            max = sizes[k];
-    }
-    if (cc_size() != 2)
-        cc_usage_error("pingpong needs exactly 2 ranks, got %d", cc_size());
+    struct cc_sweep sw;
+    cc_sweep_args(argc, argv, "pingpong", usage, &sw);
 
     int rank = cc_rank(), peer = 1 - rank;
-    unsigned char *sbuf = cc_malloc(max, "the send buffer");
-    unsigned char *rbuf = cc_malloc(max, "the receive buffer");
+    unsigned char *sbuf = cc_malloc(sw.max, "the send buffer");
+    unsigned char *rbuf = cc_malloc(sw.max, "the receive buffer");
     if (rank == 0)
         printf("# pingpong: per size MPI_Barrier, %lld untimed round trips, then MPI_Wtime around "
                "%lld round trips; rtt_us = elapsed/iters, oneway_us = rtt_us/2, "
                "bw_MBps = size/oneway_us (10^6 B/s); validated = received messages checked "
                "(iteration stamp in first/last 8 bytes of each, whole payload of the last)\n",
-               warmup, iters);
-    cc_print_meta("pingpong", "iters=%lld warmup=%lld sizes=%d", iters, warmup, nsizes);
+               sw.warmup, sw.iters);
+    cc_print_meta("pingpong", "iters=%lld warmup=%lld sizes=%d", sw.iters, sw.warmup, sw.nsizes);
 
     long long validated = 0;
-    for (int k = 0; k < nsizes; k++) {
-        size_t size = sizes[k];
-        for (size_t j = 0; j < size; j++)
-            sbuf[j] = pattern(size, rank, j);
-        memset(rbuf, 0, size);
-        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        for (long long it = -warmup; it < 0; it++)
-            round_trip(rank, sbuf, rbuf, size, it);
-        double t0 = MPI_Wtime();
-        for (long long it = 0; it < iters; it++)
-            round_trip(rank, sbuf, rbuf, size, it);
-        double rtt_us = (MPI_Wtime() - t0) / (double)iters * 1e6;
+    for (int k = 0; k < sw.nsizes; k++) {
+        size_t size = sw.sizes[k];
+        double rtt_us = cc_sweep_time(&sw, round_trip, rank, sbuf, rbuf, size);
 
         /* The middle byte lies outside the stamps, so only the whole-payload check sees it. */
-        if (inject && rank == 0 && k == 0)
+        if (sw.inject && rank == 0 && k == 0)
             rbuf[size / 2] ^= 0x5a;
-        check(rbuf, size, peer, iters - 1, 0, size);
-        validated += warmup + iters;
+        check(rbuf, size, peer, sw.iters - 1, 1);
+        validated += sw.warmup + sw.iters;
         if (rank == 0) {
             double oneway_us = rtt_us / 2;
             printf("DATA size=%zu iters=%lld rtt_us=%.4f oneway_us=%.4f bw_MBps=%.4f\n", size,
-                   iters, rtt_us, oneway_us, (double)size / oneway_us);
+                   sw.iters, rtt_us, oneway_us, (double)size / oneway_us);
             fflush(stdout);
         }
     }
@@ -166,7 +83,7 @@ int main(int argc, char **argv)
         printf("PASS validated=%lld\n", total);
     free(sbuf);
     free(rbuf);
-    free(sizes);
+    free(sw.sizes);
     CC_CHECK(MPI_Finalize());
     return 0;
 }

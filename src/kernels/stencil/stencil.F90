@@ -5,12 +5,6 @@
 ! pointers, and a hybrid of shared windows inside a node and Send/Recv between nodes. The
 ! problem definition is shared with stencil.c: results agree up to the order of the final sums.
 #include "cc_mpi.h"
-! Group handles are not in cc_mpi.h.
-#ifdef CC_HAVE_MPI_F08
-#define CC_GROUP_T type(MPI_Group)
-#else
-#define CC_GROUP_T integer
-#endif
 program stencil
   CC_USE_MPI
   use, intrinsic :: iso_fortran_env, only: output_unit, int64, real64
@@ -41,7 +35,7 @@ program stencil
   CC_COMM :: shared, node
   CC_WIN :: win
   CC_INFO :: info
-  CC_GROUP_T :: world_group, node_group
+  CC_GROUP :: world_group, node_group
   CC_DATATYPE :: row
   real(real64) :: t0, th, tloop, thalo, share, time_s, updates, sums(2), ref(2)
 
@@ -59,12 +53,9 @@ program stencil
     arg = cc_arg(i)
     select case (arg)
     case ('--help')
-      if (rank == 0) call print_usage()
-      call MPI_Finalize(ierr)
-      call cc_check(ierr, 'MPI_Finalize')
-      stop
+      call cc_help(print_usage)
     case ('--variant')
-      variant = next_value(i)
+      variant = cc_next_value(i)
       select case (variant)
       case ('seq', 'sr', 'nb', 'shm', 'shmnc', 'hybrid')
       case default
@@ -72,19 +63,19 @@ program stencil
                             'shmnc, hybrid')
       end select
     case ('--n')
-      n = cc_parse_int('--n', next_value(i), 1_int64, 1000000_int64)
+      n = cc_parse_int('--n', cc_next_value(i), 1_int64, 1000000_int64)
     case ('--steps')
-      steps = cc_parse_int('--steps', next_value(i), 1_int64, 1000000000_int64)
+      steps = cc_parse_int('--steps', cc_next_value(i), 1_int64, 1000000000_int64)
     case ('--node-size')
-      node_size = cc_parse_int('--node-size', next_value(i), 1_int64, int(huge(0), int64))
+      node_size = cc_parse_int('--node-size', cc_next_value(i), 1_int64, int(huge(0), int64))
     case ('--verify')
-      verify_text = next_value(i)
+      verify_text = cc_next_value(i)
       if (verify_text /= 'yes' .and. verify_text /= 'no') &
         call cc_usage_error("--verify: '" // verify_text // "' is not yes or no")
     case ('--inject-error')
       inject = .true.
     case default
-      call cc_usage_error("unknown option '" // arg // "' (see --help)")
+      call cc_unknown_option(arg)
     end select
     i = i + 1
   end do
@@ -92,7 +83,7 @@ program stencil
     call cc_usage_error('--inject-error needs verification: drop --verify no')
   verify = verify_text == 'yes' .or. (verify_text == '' .and. (inject .or. n * n <= VERIFY_MAX_POINTS))
   if (variant == 'seq' .and. nprocs /= 1) &
-    call cc_usage_error('--variant seq needs 1 rank, got ' // str(int(nprocs, int64)))
+    call cc_usage_error('--variant seq needs 1 rank, got ' // cc_str(nprocs))
   if (node_size > 0 .and. variant /= 'hybrid') &
     call cc_usage_error('--node-size applies to --variant hybrid only')
 
@@ -101,14 +92,14 @@ program stencil
   call cc_check(ierr, 'MPI_Dims_create')
   px = dims(1)
   py = dims(2)
-  if (px > n .or. py > n) call cc_usage_error('too many ranks (' // str(int(nprocs, int64)) // &
-    ') for --n ' // str(n) // ': the ' // str(int(px, int64)) // ' x ' // str(int(py, int64)) // &
-    ' process grid needs at least ' // str(int(px, int64)) // ' points per dimension')
+  if (px > n .or. py > n) call cc_usage_error('too many ranks (' // cc_str(nprocs) // &
+    ') for --n ' // cc_str(n) // ': the ' // cc_str(px) // ' x ' // cc_str(py) // &
+    ' process grid needs at least ' // cc_str(px) // ' points per dimension')
   if (mod(n, int(px, int64)) /= 0 .or. mod(n, int(py, int64)) /= 0) &
-    call cc_usage_error('--n ' // str(n) // ' is not divisible by the ' // str(int(px, int64)) // &
-      ' x ' // str(int(py, int64)) // ' process grid of ' // str(int(nprocs, int64)) // &
-      ' ranks (choose N as a multiple of ' // str(int(px, int64)) // ' and ' // &
-      str(int(py, int64)) // ')')
+    call cc_usage_error('--n ' // cc_str(n) // ' is not divisible by the ' // cc_str(px) // &
+      ' x ' // cc_str(py) // ' process grid of ' // cc_str(nprocs) // &
+      ' ranks (choose N as a multiple of ' // cc_str(px) // ' and ' // &
+      cc_str(py) // ')')
 
   ! Ranks sharing memory with this one; for hybrid, the (possibly emulated) node.
   call MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shared, ierr)
@@ -118,13 +109,13 @@ program stencil
   use_win = variant == 'shm' .or. variant == 'shmnc' .or. variant == 'hybrid'
   if ((variant == 'shm' .or. variant == 'shmnc') .and. shared_size /= nprocs) &
     call cc_usage_error('--variant ' // variant // ' needs all ranks on one shared-memory node, ' // &
-      'but only ' // str(int(shared_size, int64)) // ' of ' // str(int(nprocs, int64)) // &
+      'but only ' // cc_str(shared_size) // ' of ' // cc_str(nprocs) // &
       ' share memory here: use --variant hybrid')
   node = shared
   if (variant == 'hybrid' .and. node_size > 0) then
     if (node_size > nprocs .or. mod(int(nprocs, int64), node_size) /= 0) &
-      call cc_usage_error('--node-size ' // str(node_size) // ' does not divide the ' // &
-                          str(int(nprocs, int64)) // ' ranks into whole nodes')
+      call cc_usage_error('--node-size ' // cc_str(node_size) // ' does not divide the ' // &
+                          cc_str(nprocs) // ' ranks into whole nodes')
     ! Emulated nodes are runs of K consecutive ranks, split out of the real node so that
     ! their members really share memory.
     call MPI_Comm_split(shared, rank / int(node_size), rank, node, ierr)
@@ -134,8 +125,8 @@ program stencil
     fits = node_n == node_size
     call MPI_Allreduce(MPI_IN_PLACE, fits, 1, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD, ierr)
     call cc_check(ierr, 'MPI_Allreduce')
-    if (.not. fits) call cc_usage_error('--node-size ' // str(node_size) // ': some run of ' // &
-      str(node_size) // ' consecutive ranks does not share memory (see the ' // &
+    if (.not. fits) call cc_usage_error('--node-size ' // cc_str(node_size) // ': some run of ' // &
+      cc_str(node_size) // ' consecutive ranks does not share memory (see the ' // &
       'MPI_COMM_TYPE_SHARED nodes)')
   end if
   call MPI_Comm_size(node, meta_node_size, ierr)
@@ -159,11 +150,11 @@ program stencil
   wbytes = 16_int64 * (bx + 2) * (by + 2)
 
   too_big = .false.
-  if (rank == 0) too_big = real(wbytes, real64) * shared_size + merge(16.0_real64 * &
-    real(n + 2, real64)**2, 0.0_real64, verify) > 0.9_real64 * physical_memory()
+  if (rank == 0) too_big = cc_exceeds_memory(real(wbytes, real64) * shared_size + &
+    merge(16.0_real64 * real(n + 2, real64)**2, 0.0_real64, verify))
   call MPI_Bcast(too_big, 1, MPI_LOGICAL, 0, MPI_COMM_WORLD, ierr)
   call cc_check(ierr, 'MPI_Bcast')
-  if (too_big) call cc_usage_error('--n ' // str(n) // ' needs more memory than this node has')
+  if (too_big) call cc_usage_error('--n ' // cc_str(n) // ' needs more memory than this node has')
 
   ! Storage: two arrays (old, new) per rank, private or this rank's segment of the window.
   sr_nbr = nbr
@@ -232,9 +223,9 @@ program stencil
       'is measured by fptr-f); heat is added before the exchange, so ghost copies include it'
     flush(output_unit)
   end if
-  call cc_print_meta('stencil', 'variant=' // variant // ' n=' // str(n) // ' steps=' // &
-    str(steps) // ' px=' // str(int(px, int64)) // ' py=' // str(int(py, int64)) // &
-    ' node_size=' // str(int(meta_node_size, int64)))
+  call cc_print_meta('stencil', 'variant=' // variant // ' n=' // cc_str(n) // ' steps=' // &
+    cc_str(steps) // ' px=' // cc_str(px) // ' py=' // cc_str(py) // &
+    ' node_size=' // cc_str(meta_node_size))
 
   ! Window epochs, per step (every rank of the node in lockstep; order as in stencil.c):
   !   1. sources into my old array (stores to my block only)
@@ -291,12 +282,12 @@ program stencil
   call cc_check(ierr, 'MPI_Barrier')
   if (rank == 0) then
     updates = real(n, real64) * real(n, real64) * real(steps, real64)
-    write(output_unit, '(a)') 'RESULT time_s=' // fix(time_s, 6) // ' step_us=' // &
-      fix(time_s / real(steps, real64) * 1.0e6_real64, 3) // ' halo_share=' // fix(share, 4) // &
-      ' glups=' // fix(updates / time_s / 1.0e9_real64, 4) // ' mem_GBps=' // &
-      fix(16 * updates / time_s / 1.0e9_real64, 3) // ' total_heat=' // g17(sums(1)) // &
-      ' checksum=' // g17(sums(2))
-    write(output_unit, '(a)') 'PASS validated=' // str(merge(1_int64, 0_int64, verify))
+    write(output_unit, '(a)') 'RESULT time_s=' // cc_fixed(time_s, 6) // ' step_us=' // &
+      cc_fixed(time_s / real(steps, real64) * 1.0e6_real64, 3) // ' halo_share=' // &
+      cc_fixed(share, 4) // ' glups=' // cc_fixed(updates / time_s / 1.0e9_real64, 4) // &
+      ' mem_GBps=' // cc_fixed(16 * updates / time_s / 1.0e9_real64, 3) // ' total_heat=' // &
+      cc_g17(sums(1)) // ' checksum=' // cc_g17(sums(2))
+    write(output_unit, '(a)') 'PASS validated=' // cc_str(merge(1_int64, 0_int64, verify))
     flush(output_unit)
   end if
 
@@ -501,64 +492,9 @@ contains
     character(len=*), intent(in) :: what
     real(real64), intent(in) :: got, want
     if (.not. (abs(got - want) <= TOLERANCE * abs(want))) &
-      call cc_validation_error(what // ' ' // g17(got) // ' differs from the sequential ' // &
-        g17(want) // ' (relative ' // fix(abs(got - want) / abs(want), 6) // ' > 1e-12)')
+      call cc_validation_error(what // ' ' // cc_g17(got) // ' differs from the sequential ' // &
+        cc_g17(want) // ' (relative ' // cc_fixed(abs(got - want) / abs(want), 6) // ' > 1e-12)')
   end subroutine
-
-  ! MemTotal of /proc/meminfo in bytes; "unlimited" where that file is missing.
-  real(real64) function physical_memory()
-    character(len=256) :: line
-    integer :: u, ios
-    integer(int64) :: kib
-    physical_memory = huge(1.0_real64)
-    open(newunit=u, file='/proc/meminfo', action='read', status='old', iostat=ios)
-    if (ios /= 0) return
-    do
-      read(u, '(a)', iostat=ios) line
-      if (ios /= 0) exit
-      if (line(1:9) == 'MemTotal:') then
-        read(line(10:), *, iostat=ios) kib
-        if (ios == 0) physical_memory = 1024.0_real64 * real(kib, real64)
-        exit
-      end if
-    end do
-    close(u)
-  end function
-
-  function next_value(i) result(text)
-    integer, intent(inout) :: i
-    character(len=:), allocatable :: text
-    if (i + 1 > cc_nargs()) call cc_usage_error(cc_arg(i) // ' needs a value')
-    i = i + 1
-    text = cc_arg(i)
-  end function
-
-  function str(v) result(text)
-    integer(int64), intent(in) :: v
-    character(len=:), allocatable :: text
-    character(len=24) :: buf
-    write(buf, '(i0)') v
-    text = trim(buf)
-  end function
-
-  function fix(x, digits) result(text)
-    real(real64), intent(in) :: x
-    integer, intent(in) :: digits
-    character(len=:), allocatable :: text
-    character(len=48) :: buf, fmt
-    write(fmt, '(a,i0,a)') '(f48.', digits, ')'
-    write(buf, fmt) x
-    text = trim(adjustl(buf))
-  end function
-
-  ! 17 significant digits, enough to tell any two doubles apart.
-  function g17(x) result(text)
-    real(real64), intent(in) :: x
-    character(len=:), allocatable :: text
-    character(len=32) :: buf
-    write(buf, '(es32.16e3)') x
-    text = trim(adjustl(buf))
-  end function
 
   subroutine print_usage()
     write(output_unit, '(a)') 'usage: stencil-f [options]', &

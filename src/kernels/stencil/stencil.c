@@ -24,33 +24,28 @@ typedef struct {
 
 #define AT(b, a, i, j) ((a)[(size_t)(i) * (size_t)(b)->ld + (size_t)(j)])
 
-static void usage(void)
-{
-    if (cc_rank() != 0)
-        return;
-    printf("usage: stencil-c [options]\n"
-           "  2-D 5-point heat stencil on an N x N grid, three heat sources, Dirichlet 0 border.\n"
-           "  --variant V      seq | sr | nb | shm | shmnc | hybrid (default sr)\n"
-           "                   seq: 1 rank; sr: blocking MPI_Send/MPI_Recv halo exchange;\n"
-           "                   nb: MPI_Isend/MPI_Irecv + MPI_Waitall; shm: ranks read neighbours'\n"
-           "                   boundaries from an MPI-3 shared window (all ranks on one node);\n"
-           "                   shmnc: shm with alloc_shared_noncontig=true; hybrid: shmnc inside\n"
-           "                   a node, blocking Send/Recv between nodes\n"
-           "  --n N            interior points per dimension (default 480); N must be divisible\n"
-           "                   by both sides of the MPI_Dims_create process grid\n"
-           "  --steps T        time steps (default 100)\n"
-           "  --node-size K    hybrid only: emulate nodes of K consecutive ranks (K divides the\n"
-           "                   rank count; the K ranks must share memory); default: the real\n"
-           "                   MPI_COMM_TYPE_SHARED node. Neighbours in the same node are read\n"
-           "                   from the window, all others by Send/Recv, so any such K works;\n"
-           "                   K a multiple of the grid's row length gives bands of whole rows\n"
-           "  --verify yes|no  rank 0 also runs the sequential code and compares total heat and\n"
-           "                   checksum (relative difference <= 1e-12); default yes if N*N <= 4e6\n"
-           "  --inject-error   self-test: perturb one grid value after the run, so verification\n"
-           "                   must fail with exit code 3 (implies --verify yes)\n"
-           "  --help           this text\n");
-    fflush(stdout);
-}
+static const char *usage =
+    "usage: stencil-c [options]\n"
+    "  2-D 5-point heat stencil on an N x N grid, three heat sources, Dirichlet 0 border.\n"
+    "  --variant V      seq | sr | nb | shm | shmnc | hybrid (default sr)\n"
+    "                   seq: 1 rank; sr: blocking MPI_Send/MPI_Recv halo exchange;\n"
+    "                   nb: MPI_Isend/MPI_Irecv + MPI_Waitall; shm: ranks read neighbours'\n"
+    "                   boundaries from an MPI-3 shared window (all ranks on one node);\n"
+    "                   shmnc: shm with alloc_shared_noncontig=true; hybrid: shmnc inside\n"
+    "                   a node, blocking Send/Recv between nodes\n"
+    "  --n N            interior points per dimension (default 480); N must be divisible\n"
+    "                   by both sides of the MPI_Dims_create process grid\n"
+    "  --steps T        time steps (default 100)\n"
+    "  --node-size K    hybrid only: emulate nodes of K consecutive ranks (K divides the\n"
+    "                   rank count; the K ranks must share memory); default: the real\n"
+    "                   MPI_COMM_TYPE_SHARED node. Neighbours in the same node are read\n"
+    "                   from the window, all others by Send/Recv, so any such K works;\n"
+    "                   K a multiple of the grid's row length gives bands of whole rows\n"
+    "  --verify yes|no  rank 0 also runs the sequential code and compares total heat and\n"
+    "                   checksum (relative difference <= 1e-12); default yes if N*N <= 4e6\n"
+    "  --inject-error   self-test: perturb one grid value after the run, so verification\n"
+    "                   must fail with exit code 3 (implies --verify yes)\n"
+    "  --help           this text\n";
 
 /* The shared LCG: s = (1103515245 s + 12345) mod 2^31 in 64-bit integers. */
 static void heat_sources(int n, int rc[NSOURCES][2])
@@ -220,9 +215,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (strcmp(argv[i], "--help") == 0) {
-            usage();
-            MPI_Finalize();
-            return 0;
+            cc_help(usage);
         } else if ((v = cc_optval(argc, argv, &i, "--variant"))) {
             int k = 0;
             while (k < V_COUNT && strcmp(v, variant_name[k]) != 0)
@@ -246,7 +239,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--inject-error") == 0) {
             inject = 1;
         } else {
-            cc_usage_error("unknown option '%s' (see --help)", argv[i]);
+            cc_unknown_option(argv[i]);
         }
     }
     if (inject && verify == 0)
@@ -308,8 +301,8 @@ int main(int argc, char **argv)
 
     int too_big = 0;
     if (rank == 0) {
-        double need = 16.0 * (double)nd * shared_size + (verify ? 16.0 * (n + 2.0) * (n + 2.0) : 0.0);
-        too_big = need > 0.9 * (double)cc_physical_memory();
+        too_big = cc_exceeds_memory(16.0 * (double)nd * shared_size +
+                                    (verify ? 16.0 * (n + 2.0) * (n + 2.0) : 0.0));
     }
     CC_CHECK(MPI_Bcast(&too_big, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (too_big)

@@ -7,20 +7,15 @@
 /* 0.5 keeps the triad recurrence a <- 2 + a/2 bounded (it tends to 4) for any rep count. */
 static const double SCALAR = 0.5, TOLERANCE = 1e-13;
 
-static void usage(void)
-{
-    if (cc_rank() != 0)
-        return;
-    printf("usage: stream-c [options]\n"
-           "  Every rank runs copy (c = a, 16 B/element) and triad (a = b + s*c, 24 B/element)\n"
-           "  on its own arrays; the best rep is reported as aggregate and per-rank GB/s.\n"
-           "  --n N           doubles per array and rank (default 8000000)\n"
-           "  --reps R        repetitions (default 10)\n"
-           "  --inject-error  self-test: perturb one array element after the run, so the\n"
-           "                  analytic validation must fail with exit code 3\n"
-           "  --help          this text\n");
-    fflush(stdout);
-}
+static const char *usage =
+    "usage: stream-c [options]\n"
+    "  Every rank runs copy (c = a, 16 B/element) and triad (a = b + s*c, 24 B/element)\n"
+    "  on its own arrays; the best rep is reported as aggregate and per-rank GB/s.\n"
+    "  --n N           doubles per array and rank (default 8000000)\n"
+    "  --reps R        repetitions (default 10)\n"
+    "  --inject-error  self-test: perturb one array element after the run, so the\n"
+    "                  analytic validation must fail with exit code 3\n"
+    "  --help          this text\n";
 
 int main(int argc, char **argv)
 {
@@ -32,9 +27,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (strcmp(argv[i], "--help") == 0) {
-            usage();
-            MPI_Finalize();
-            return 0;
+            cc_help(usage);
         } else if ((v = cc_optval(argc, argv, &i, "--n"))) {
             n = cc_parse_int("--n", v, 1, 1000000000000LL);
         } else if ((v = cc_optval(argc, argv, &i, "--reps"))) {
@@ -42,7 +35,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--inject-error") == 0) {
             inject = 1;
         } else {
-            cc_usage_error("unknown option '%s' (see --help)", argv[i]);
+            cc_unknown_option(argv[i]);
         }
     }
 
@@ -51,7 +44,7 @@ int main(int argc, char **argv)
     int local, too_big;
     CC_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared));
     CC_CHECK(MPI_Comm_size(shared, &local));
-    too_big = 24.0 * (double)n * local > 0.9 * (double)cc_physical_memory();
+    too_big = cc_exceeds_memory(24.0 * (double)n * local);
     CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, &too_big, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
     CC_CHECK(MPI_Comm_free(&shared));
     if (too_big)

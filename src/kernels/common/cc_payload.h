@@ -1,0 +1,121 @@
+/* The two-rank message sweeps (pingpong, comms2): command line, timing loop and payloads.
+ * Every byte depends on size and sender, so a message of the wrong size or from the wrong
+ * rank is caught, not only a missing one. The first and last 8 bytes (all of a message shorter
+ * than 16 bytes) carry a stamp of the message's number `seq`, so a buffer left over from an
+ * earlier message is caught too; checking only those ends is cheap enough for every timed
+ * message. The caller numbers its messages. */
+#ifndef CC_PAYLOAD_H
+#define CC_PAYLOAD_H
+
+#include "cc_util.h"
+
+/* What the command line asks for (see the programs' --help). */
+struct cc_sweep {
+    size_t *sizes, max; /* message sizes in bytes, in the given order; the largest */
+    int nsizes, inject;
+    long long iters, warmup;
+};
+
+/* Parses the command line; a sweep runs on exactly 2 ranks. */
+static inline void cc_sweep_args(int argc, char **argv, const char *kernel, const char *usage,
+                                 struct cc_sweep *sw)
+{
+    const char *sizes_text = "1:1048576", *v;
+    *sw = (struct cc_sweep){.iters = 1000, .warmup = 100};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0)
+            cc_help(usage);
+        else if ((v = cc_optval(argc, argv, &i, "--sizes")))
+            sizes_text = v;
+        else if ((v = cc_optval(argc, argv, &i, "--iters")))
+            sw->iters = cc_parse_int("--iters", v, 1, 1000000000);
+        else if ((v = cc_optval(argc, argv, &i, "--warmup")))
+            sw->warmup = cc_parse_int("--warmup", v, 0, 1000000000);
+        else if (strcmp(argv[i], "--inject-error") == 0)
+            sw->inject = 1;
+        else
+            cc_unknown_option(argv[i]);
+    }
+    sw->nsizes = cc_parse_sizes("--sizes", sizes_text, &sw->sizes);
+    for (int k = 0; k < sw->nsizes; k++) {
+        if (sw->sizes[k] > INT_MAX)
+            cc_usage_error("--sizes: %zu bytes do not fit in one message (at most %d)",
+                           sw->sizes[k], INT_MAX);
+        if (sw->sizes[k] > sw->max)
+            sw->max = sw->sizes[k];
+    }
+    if (cc_size() != 2)
+        cc_usage_error("%s needs exactly 2 ranks, got %d", kernel, cc_size());
+}
+
+static inline unsigned char cc_payload_pattern(size_t size, int sender, size_t j)
+{
+    return (unsigned char)(j * 13 + (j >> 8) + size * 7 + (size_t)sender * 101 + 1);
+}
+
+/* The byte at offset j of message `seq` from `sender`. */
+static inline unsigned char cc_payload_byte(size_t size, int sender, uint64_t seq, size_t j)
+{
+    size_t k;
+    if (size < 16)
+        k = j % 8;
+    else if (j < 8)
+        k = j;
+    else if (j >= size - 8)
+        k = j - (size - 8);
+    else
+        return cc_payload_pattern(size, sender, j);
+    uint64_t stamp = seq * 1000003u ^ ((uint64_t)size << 1) ^ (uint64_t)sender;
+    return (unsigned char)(stamp >> (8 * k));
+}
+
+/* The message body, stamps aside: once per size, outside the timing. */
+static inline void cc_payload_fill(unsigned char *buf, size_t size, int sender)
+{
+    for (size_t j = 0; j < size; j++)
+        buf[j] = cc_payload_pattern(size, sender, j);
+}
+
+static inline void cc_payload_stamp(unsigned char *buf, size_t size, int sender, uint64_t seq)
+{
+    for (size_t j = 0; j < size && j < 8; j++)
+        buf[j] = cc_payload_byte(size, sender, seq, j);
+    for (size_t j = size < 16 ? 8 : size - 8; j < size; j++)
+        buf[j] = cc_payload_byte(size, sender, seq, j);
+}
+
+/* One step of a sweep: the messages of iteration `it` (negative: warm-up) with `size` bytes. */
+typedef void cc_sweep_step(int rank, unsigned char *sbuf, unsigned char *rbuf, size_t size,
+                           long long it);
+
+/* Mean time in microseconds of one step with `size` bytes: the body goes into sbuf and rbuf
+ * is zeroed, then MPI_Barrier, sw->warmup untimed steps and sw->iters timed ones. */
+static inline double cc_sweep_time(const struct cc_sweep *sw, cc_sweep_step *step, int rank,
+                                   unsigned char *sbuf, unsigned char *rbuf, size_t size)
+{
+    cc_payload_fill(sbuf, size, rank);
+    memset(rbuf, 0, size);
+    CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (long long it = -sw->warmup; it < 0; it++)
+        step(rank, sbuf, rbuf, size, it);
+    double t0 = MPI_Wtime();
+    for (long long it = 0; it < sw->iters; it++)
+        step(rank, sbuf, rbuf, size, it);
+    return (MPI_Wtime() - t0) / (double)sw->iters * 1e6;
+}
+
+/* Offset of the first wrong byte of the whole message, or of its stamped ends only; size
+ * when there is none. */
+static inline size_t cc_payload_mismatch(const unsigned char *buf, size_t size, int sender,
+                                         uint64_t seq, int whole)
+{
+    for (size_t j = 0; j < size; j++) {
+        if (!whole && size >= 16 && j == 8)
+            j = size - 8;
+        if (buf[j] != cc_payload_byte(size, sender, seq, j))
+            return j;
+    }
+    return size;
+}
+
+#endif
