@@ -8,11 +8,10 @@ Seed sweep: ``-S ParkbenchComms.iters=2000`` (sizes 1 B to 1 MiB are the default
 """
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import parameter, run_before, sanity_function, variable
 
 from commcheck import hockney
-from commcheck.rfm.build import KernelsBuild
-from commcheck.rfm.mixins import StackCheck, program_name
+from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import computed_variables, data_records, kernel_passed
 
 # benchmark -> (program kernel, the DATA field holding the time per message)
@@ -32,31 +31,18 @@ def fit_variables(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
 
 
 @rfm.simple_test
-class ParkbenchComms(rfm.RunOnlyRegressionTest, StackCheck):
+class ParkbenchComms(TwoRankSweep):
     descr = 'Parkbench COMMS1/COMMS2: Hockney r_inf, n_1/2 and startup per stack'
-    valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
     benchmark = parameter(list(KERNELS))
-    lang = parameter(['c', 'fortran'])
-    sizes = variable(str, value='1:1048576')
-    iters = variable(int, value=200)
-    warmup = variable(int, value=20)
+    iters = 200
+    warmup = 20
     breakpoint_bytes = variable(int, type(None), value=None)
-    num_tasks = 2
-    num_tasks_per_node = 2
-    kernels = fixture(KernelsBuild, scope='environment')
     tags = {'p2p', 'seed003', 'hockney'}
-
-    @run_after('setup')
-    def require_language(self):
-        self.skip_unless_fortran(self.lang)
 
     @run_before('run')
     def set_program(self):
-        kernel, _ = KERNELS[self.benchmark]
-        self.executable = self.kernels.program(program_name(kernel, self.lang))
-        self.executable_opts = ['--sizes', self.sizes, '--iters', str(self.iters),
-                                '--warmup', str(self.warmup)]
+        self.executable = self.program(KERNELS[self.benchmark][0])
+        self.executable_opts = self.sweep_options()
 
     @sanity_function
     def validated(self):

@@ -14,12 +14,12 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import parameter, run_before, sanity_function, variable
 
 from commcheck import hockney, records
 from commcheck import osu
-from commcheck.rfm.build import KernelsBuild, osu_program
-from commcheck.rfm.mixins import StackCheck, program_name
+from commcheck.rfm.build import osu_program
+from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import computed_variables
 
 MODES = ['stride', 'loop', 'pack', 'subarray']
@@ -29,37 +29,26 @@ OSU_TYPES = {'byte': ('mpi_char', 1), 'double': ('mpi_float', 2)}
 
 
 @rfm.simple_test
-class DerivedDatatypes(rfm.RunOnlyRegressionTest, StackCheck):
+class DerivedDatatypes(TwoRankSweep):
     descr = 'Derived-datatype ping-pong: r_inf and startup per mode, vs contiguous'
-    valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
-    lang = parameter(['c', 'fortran'])
     element = parameter(['byte', 'double'])
     mode = parameter(MODES)
     stride = variable(int, type(None), value=None)     # None: seed 003's (64 bytes, 8 doubles)
     blocklen = variable(int, value=1)
-    sizes = variable(str, value='8:65536')
-    iters = variable(int, value=200)
-    warmup = variable(int, value=20)
+    sizes = '8:65536'
+    iters = 200
+    warmup = 20
     osu_compare_bytes = variable(int, value=65536)     # useful payload of the OSU cross-check
-    num_tasks = 2
-    num_tasks_per_node = 2
-    kernels = fixture(KernelsBuild, scope='environment')
     tags = {'p2p', 'seed003', 'datatypes'}
-
-    @run_after('setup')
-    def require_language(self):
-        self.skip_unless_fortran(self.lang)
 
     def _options(self, mode):
         stride = self.stride or STRIDES[self.element]
         return ['--type', self.element, '--stride', str(stride), '--blocklen', str(self.blocklen),
-                '--send-mode', mode, '--recv-mode', mode, '--sizes', self.sizes,
-                '--iters', str(self.iters), '--warmup', str(self.warmup)]
+                '--send-mode', mode, '--recv-mode', mode, *self.sweep_options()]
 
     @run_before('run')
     def set_program(self):
-        self.executable = self.kernels.program(program_name('dtype', self.lang))
+        self.executable = self.program('dtype')
         self.prerun_cmds = [' '.join([self.launcher_command(), self.executable,
                                       *self._options('contig')])]
         self.executable_opts = self._options(self.mode)

@@ -7,36 +7,21 @@ Seed 001's grid: ``-S PingPong.sizes=8,64,512,4096,32768,262144,1048576 -S PingP
 """
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import run_before, sanity_function
 
-from commcheck.rfm.build import KernelsBuild
-from commcheck.rfm.mixins import StackCheck, program_name
+from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import kernel_passed, sweep_variables
 
 
 @rfm.simple_test
-class PingPong(rfm.RunOnlyRegressionTest, StackCheck):
+class PingPong(TwoRankSweep):
     descr = 'MPI ping-pong: one-way latency and bandwidth per message size'
-    valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
-    lang = parameter(['c', 'fortran'])
-    sizes = variable(str, value='1:1048576')
-    iters = variable(int, value=1000)
-    warmup = variable(int, value=100)
-    num_tasks = 2
-    num_tasks_per_node = 2
-    kernels = fixture(KernelsBuild, scope='environment')
     tags = {'p2p', 'seed000', 'seed001'}
-
-    @run_after('setup')
-    def require_language(self):
-        self.skip_unless_fortran(self.lang)
 
     @run_before('run')
     def set_program(self):
-        self.executable = self.kernels.program(program_name('pingpong', self.lang))
-        self.executable_opts = ['--sizes', self.sizes, '--iters', str(self.iters),
-                                '--warmup', str(self.warmup)]
+        self.executable = self.program('pingpong')
+        self.executable_opts = self.sweep_options()
 
     @sanity_function
     def validated(self):

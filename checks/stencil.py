@@ -69,7 +69,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     valid_systems = ['*']
     valid_prog_environs = ['+mpi']
     variant = parameter(['sr', 'nb', 'shm', 'shmnc', 'hybrid'])
-    ranks = parameter([1, 4, 9, 16, 25, 36])
+    ranks = parameter([1, 2, 4, 9, 16, 25, 36])   # the seed's square grids, and 2 for 2-core nodes
     max_ranks = variable(int, value=9)
     n = variable(int, value=GRID_N)
     steps = variable(int, value=STEPS)
