@@ -10,6 +10,7 @@ import argparse
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from commcheck import paths
 
@@ -27,7 +28,10 @@ def site_config(site: str) -> str:
 
 
 def reframe_command(site: str, extra: list[str]) -> list[str]:
-    reframe = shutil.which('reframe')
+    # The reframe installed beside this commcheck (the venv's) first: `.venv/bin/commcheck run`
+    # must work without activating the venv.
+    beside = Path(sys.executable).parent / 'reframe'
+    reframe = str(beside) if beside.exists() else shutil.which('reframe')
     if not reframe:
         raise UsageError('reframe is not on PATH: run `make setup` and use .venv/bin/commcheck')
     return [reframe, '-C', site_config(site), '-c', str(paths.CHECKS_DIR), '-r', *extra]
