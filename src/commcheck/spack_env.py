@@ -220,6 +220,11 @@ def write_env(env_dir: str, text: str) -> str:
     return path
 
 
+# commcheck's MPI flavour -> the Spack package providing it
+SPACK_MPI_PACKAGES = {'mpich': 'mpich', 'openmpi': 'openmpi', 'cray-mpich': 'cray-mpich',
+                      'intel-mpi': 'intel-oneapi-mpi'}
+
+
 def stack_env_text(site, stack, *, mirror: str | None = None) -> str:
     """spack.yaml of one stack of a :class:`commcheck.site.Site`: the declaration, rendered."""
     from commcheck import paths
@@ -243,6 +248,3 @@ def write_site_envs(site, mirror: str | None = None) -> list[str]:
     return [write_env(str(site.spack_env_dir(stack)), stack_env_text(site, stack, mirror=mirror))
             for stack in site.stacks if stack.build == 'spack']
 
-
-SPACK_MPI_PACKAGES = {'mpich': 'mpich', 'openmpi': 'openmpi', 'cray-mpich': 'cray-mpich',
-                      'intel-mpi': 'intel-oneapi-mpi'}

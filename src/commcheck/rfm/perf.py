@@ -59,11 +59,6 @@ def data_records(check) -> list[dict]:
     return _stdout_records(check)['DATA']
 
 
-def meta(check) -> dict:
-    found = _stdout_records(check)['META']
-    return found[0] if found else {}
-
-
 def computed_variables(values: dict[str, tuple[float, str]]) -> dict:
     """Perf variables for values computed in Python (fits, ratios): name -> (value, unit)."""
     return {name: sn.make_performance_function(sn.defer(value), unit)
