@@ -8,7 +8,7 @@ Seed sweep: ``-S ParkbenchComms.iters=2000`` (sizes 1 B to 1 MiB are the default
 """
 
 import reframe as rfm
-from reframe.core.builtins import parameter, run_before, sanity_function, variable
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 from commcheck import hockney
 from commcheck.rfm.p2p import TwoRankSweep
@@ -18,7 +18,7 @@ from commcheck.rfm.perf import computed_variables, data_records, kernel_passed
 KERNELS = {'comms1': ('pingpong', 'oneway_us'), 'comms2': ('comms2', 'msg_us')}
 
 
-def fit_variables(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
+def fit_values(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
     small, large = fit.segments[0], fit.segments[-1]
     values = {'r_inf': (single.r_inf_MBps, 'MB/s'), 'n_half': (single.n_half_bytes, 'B'),
               't0': (single.t0_us, 'us'), 'fit_rms_rel': (single.rms_rel, ''),
@@ -27,7 +27,7 @@ def fit_variables(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
         values.update({f'r_inf_{name}': (seg.r_inf_MBps, 'MB/s'),
                        f'n_half_{name}': (seg.n_half_bytes, 'B'),
                        f't0_{name}': (seg.t0_us, 'us')})
-    return computed_variables(values)
+    return values
 
 
 @rfm.simple_test
@@ -39,6 +39,10 @@ class ParkbenchComms(TwoRankSweep):
     breakpoint_bytes = variable(int, type(None), value=None)
     tags = {'p2p', 'seed003', 'hockney'}
 
+    @run_after('setup')
+    def need_a_sweep(self):
+        self.require_fit_sizes()
+
     @run_before('run')
     def set_program(self):
         self.executable = self.program(KERNELS[self.benchmark][0])
@@ -46,7 +50,7 @@ class ParkbenchComms(TwoRankSweep):
 
     @sanity_function
     def validated(self):
-        return kernel_passed(self)
+        return kernel_passed(self, self.sizes)
 
     @run_before('performance')
     def set_perf_variables(self):
@@ -56,4 +60,11 @@ class ParkbenchComms(TwoRankSweep):
         rows = data_records(self)
         fit = hockney.fit_records(rows, time_key, breakpoint=self.breakpoint_bytes)
         single = hockney.fit_line([r['size'] for r in rows], [r[time_key] for r in rows])
-        self.perf_variables = fit_variables(fit, single)
+        if self.fit_refused(self.benchmark, single):
+            self.perf_variables = {}
+            return
+        values = fit_values(fit, single)
+        if any(hockney.refusal(seg) for seg in fit.segments):
+            values = {k: v for k, v in values.items()
+                      if not k.endswith(('_small', '_large')) and k != 'breakpoint'}
+        self.perf_variables = computed_variables(self, values)

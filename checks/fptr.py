@@ -8,8 +8,9 @@ FortranPointers.steps=100``.
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import fixture, parameter, run_before, sanity_function, variable
 
+from commcheck import experiments
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import perf_record
@@ -21,7 +22,7 @@ PHASES = ('init', 'read', 'write', 'total')
 class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
     descr = 'Fortran pointer study: allocatable vs pointer vs c_f_pointer on a shared window'
     valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
+    valid_prog_environs = ['+fortran']
     variant = parameter(['alloc', 'pointer', 'cptr'])
     n = variable(int, value=2000)
     steps = variable(int, value=20)
@@ -29,13 +30,9 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'seed002', 'fortran'}
 
-    @run_after('setup')
-    def require_fortran(self):
-        self.skip_unless_fortran('fortran')
-
     @run_before('run')
     def set_program(self):
-        self.executable = self.kernels.program('fptr-f')
+        self.executable = self.kernels.program(experiments.program('fptr', 'fortran'))
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
                                 '--steps', str(self.steps)]
 

@@ -11,10 +11,11 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
 
-from commcheck import osu
+from commcheck import osu, records
 from commcheck.rfm.build import KernelsBuild, osu_program
 from commcheck.rfm.mixins import StackCheck
 
+SIZES = '1:1048576'
 # benchmark -> (perf-variable prefix, unit)
 BENCHMARKS = {'osu_latency': ('latency', 'us'), 'osu_bw': ('bw', 'MB/s'),
               'osu_bibw': ('bibw', 'MB/s')}
@@ -24,10 +25,9 @@ BENCHMARKS = {'osu_latency': ('latency', 'us'), 'osu_bw': ('bw', 'MB/s'),
 class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
     descr = 'OSU Micro-Benchmarks point-to-point, the reference peer of PingPong'
     valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
+    valid_prog_environs = ['+osu']
     benchmark = parameter(list(BENCHMARKS))
-    num_tasks = 2
-    num_tasks_per_node = 2
+    is_pair = True
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'p2p', 'osu'}
 
@@ -44,11 +44,14 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
     def set_program(self):
         self.executable = self.osu_path or osu_program(self.current_environ.extras,
                                                        self.benchmark)
-        self.executable_opts = ['-m', '1:1048576']
+        self.executable_opts = ['-m', SIZES, '-c']
 
     @sanity_function
     def table_complete(self):
-        return sn.assert_found(r'^#\s*Size', self.stdout, msg='no OSU result table in output')
+        """A validated result (OSU's own ``-c`` check passed) for every size asked for."""
+        with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
+            problems = osu.problems(fp.read(), records.parse_sizes(SIZES))
+        return sn.assert_false(problems, msg='; '.join(problems))
 
     @run_before('performance')
     def set_perf_variables(self):

@@ -25,7 +25,7 @@ class PingPong(TwoRankSweep):
 
     @sanity_function
     def validated(self):
-        return kernel_passed(self)
+        return kernel_passed(self, self.sizes)
 
     @run_before('performance')
     def set_perf_variables(self):

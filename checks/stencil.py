@@ -16,7 +16,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
 
 from commcheck.rfm.build import KernelsBuild
-from commcheck.rfm.mixins import StackCheck, program_name
+from commcheck import experiments
+from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import computed_variables, kernel_run, perf_record
 
 GRID_N = 1920      # 59 MB of grids, beyond the caches: bw_fraction then means something
@@ -35,20 +36,19 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
 
     descr = 'sequential 5-point stencil, the baseline of speedup and efficiency'
     valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
-    lang = parameter(['c', 'fortran'])
+    lang = parameter(experiments.KERNELS['stencil'])
     n = variable(int, value=GRID_N)
     steps = variable(int, value=STEPS)
     num_tasks = 1
     kernels = fixture(KernelsBuild, scope='environment')
 
-    @run_after('setup')
-    def require_language(self):
-        self.skip_unless_fortran(self.lang)
+    @run_after('init')
+    def select_environments(self):
+        self.valid_prog_environs = [f'+{self.lang}']
 
     @run_before('run')
     def set_program(self):
-        self.executable = self.kernels.program(program_name('stencil', self.lang))
+        self.executable = self.kernels.program(experiments.program('stencil', self.lang))
         self.executable_opts = ['--variant', 'seq', '--n', str(self.n), '--steps', str(self.steps)]
 
     @sanity_function
@@ -67,7 +67,6 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
 class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     descr = '2-D heat stencil: halo exchange by Send/Recv vs MPI-3 shared-memory windows'
     valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
     variant = parameter(['sr', 'nb', 'shm', 'shmnc', 'hybrid'])
     ranks = parameter([1, 2, 4, 9, 16, 25, 36])   # the seed's square grids, and 2 for 2-core nodes
     max_ranks = variable(int, value=9)
@@ -79,6 +78,12 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     # own dependents are done, and the programs live there.
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'seed002', 'stencil', 'shm'}
+
+    @run_after('init')
+    def select_environments(self):
+        # The language is the forked sequential fixture's: select environments by it.
+        info = type(self).get_variant_info(self.variant_num, recurse=True)
+        self.valid_prog_environs = [f"+{info['fixtures']['seq']['params']['lang']}"]
 
     @run_after('init')
     def place_on_one_node(self):
@@ -97,14 +102,14 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('run')
     def set_program(self):
-        self.executable = self.kernels.program(program_name('stencil', self.lang))
+        self.executable = self.kernels.program(experiments.program('stencil', self.lang))
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
                                 '--steps', str(self.steps)]
         if self.verify:
             self.executable_opts += ['--verify', self.verify]
         if self.variant == 'hybrid':
             self.executable_opts += ['--node-size', str(self.emulated_node_size())]
-        self.prerun_cmds = [' '.join([self.launcher_command(), self.kernels.program('stream-c'),
+        self.prerun_cmds = [' '.join([self.launcher_command(), self.kernels.program(experiments.program('stream', 'c')),
                                       '--n', str(STREAM_DOUBLES), '--reps', str(STREAM_REPS)])]
 
     def emulated_node_size(self) -> int:
@@ -132,7 +137,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
         result, seq_time = stencil_result(self), stencil_result(self.seq)['time_s']
         stream = kernel_run(self, 'stream')['RESULT'][0]
         speedup = seq_time / result['time_s']
-        self.perf_variables = computed_variables({
+        self.perf_variables = computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
             'halo_share': (result['halo_share'], ''), 'speedup': (speedup, 'x'),
             'efficiency': (speedup / self.ranks, ''),

@@ -1,11 +1,11 @@
 """Benchmark, not a test: our C ping-pong beside independent peers on the same stack.
 
-For every stack: commcheck's ``pingpong-c``, NetPIPE (Debian's ``NPmpich2``/``NPopenmpi``) and,
-where the stack has them, OSU's ``osu_latency``. Rounds alternate between the programs so load
-drifts hit all alike; the median and the best per program are printed (on a shared VM the
-two ranks' placement flips small-message latency between two levels from one launch to the next,
-so the best of the rounds compares like with like). 1 MiB bandwidth is size / one-way time
-for all three (OSU's ``osu_bw`` streams a window of messages, a different quantity).
+For every stack: commcheck's ``pingpong-c``, NetPIPE (Debian's ``NPmpich2``/``NPopenmpi``, from
+the flavour record) and, where the stack has them, OSU's ``osu_latency``. Rounds alternate
+between the programs so load drifts hit all alike; the median and the best per program are
+printed (on a shared VM the two ranks' placement moves small-message latency from one launch to
+the next, so the best of the rounds compares like with like). 1 MiB bandwidth is size / one-way
+time for all three (OSU's ``osu_bw`` streams a window of messages, a different quantity).
 """
 
 from __future__ import annotations
@@ -15,34 +15,43 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from commcheck import discover, kbuild, osu, records
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from commcheck import discover, kbuild, osu, records, rfmconfig
 from commcheck.rfm.build import osu_program
 
-NETPIPE = {'mpich': 'NPmpich2', 'openmpi': 'NPopenmpi'}
 ROUNDS = 7
 MIB = 1 << 20
+console = Console(highlight=False)
+
+
+class BenchError(RuntimeError):
+    pass
 
 
 def ours(stack, program: Path, iters: int) -> tuple[float, float]:
     done = kbuild.launch(stack, 2, program, '--sizes', f'8,{MIB}', '--iters', str(iters),
-                         '--warmup', str(iters // 10))
+                         '--warmup', str(max(iters // 10, 1)))
     rows = records.parse(done.stdout)['DATA']
     if done.returncode or len(rows) != 2:
-        raise RuntimeError(f'pingpong-c failed on {stack.name}: {done.stderr.strip()}')
+        raise BenchError(f'pingpong-c failed on {stack.id}: {done.stderr.strip()[-300:]}')
     return rows[0]['oneway_us'], MIB / rows[1]['oneway_us']
 
 
 def netpipe(stack, iters: int, workdir: Path) -> tuple[float, float] | None:
-    program = shutil.which(NETPIPE.get(stack.mpi.flavour, ''))
-    if not program:
+    name = stack.mpi.record.netpipe
+    program = shutil.which(name) if name else None
+    if not program or stack.mpi.install_prefix != '/usr':     # Debian's NetPIPE: Debian's MPI
         return None
     values = []
     for size, n in ((8, iters), (MIB, max(iters // 40, 50))):
-        out = workdir / f'np-{stack.name}-{size}.out'
+        out = workdir / f'np-{stack.id}-{size}.out'
         done = kbuild.launch(stack, 2, program, '-l', str(size), '-u', str(size), '-p', '0',
                              '-n', str(n), '-o', str(out))
         if done.returncode:
-            raise RuntimeError(f'{program} failed on {stack.name}: {done.stderr.strip()}')
+            raise BenchError(f'{program} failed on {stack.id}: {done.stderr.strip()[-300:]}')
         seconds = float(out.read_text().split()[2])     # bytes, Mbit/s, one-way seconds
         values.append(seconds * 1e6)
     return values[0], MIB / values[1]
@@ -65,14 +74,28 @@ def summarize(values: list[tuple[float, float]]) -> tuple[float, float, float, f
 
 def main(args) -> int:
     site = discover.local_site()
-    print(f'{"stack":14} {"program":12} {"8 B med us":>12} {"8 B best us":>12} '
-          f'{"1 MiB med MB/s":>12} {"1 MiB best":>12}')
-    with tempfile.TemporaryDirectory(prefix='commcheck-bench-') as tmp:
-        for stack in site.stacks:
-            program = kbuild.cmake_build(stack, Path(tmp) / stack.name) / 'pingpong-c'
-            extras = site.environment_extras(stack)
+    stacks = [s for s in site.stacks if 'c' in s.tested_languages]
+    if args.stack:
+        stacks = [s for s in stacks if s.id == args.stack]
+        if not stacks:
+            raise BenchError(f'no stack {args.stack!r}; stacks: '
+                             f'{", ".join(s.id for s in site.stacks)}')
+    table = Table(title=f'ping-pong, {ROUNDS} alternating rounds, {args.iters} round trips',
+                  header_style='bold')
+    for col in ('stack', 'program', '8 B median (us)', '8 B best (us)', '1 MiB median (MB/s)',
+                '1 MiB best (MB/s)'):
+        table.add_column(col, justify='left' if col in ('stack', 'program') else 'right')
+    with tempfile.TemporaryDirectory(prefix='commcheck-bench-') as tmp, Progress(
+            console=console, transient=True) as progress:
+        task = progress.add_task('building', total=len(stacks) * (ROUNDS + 1))
+        for stack in stacks:
+            progress.update(task, description=f'{stack.id}: building the kernels')
+            program = kbuild.cmake_build(stack, Path(tmp) / stack.id) / 'pingpong-c'
+            progress.advance(task)
+            extras = rfmconfig.environment(site, stack)['extras']
             samples: dict[str, list[tuple[float, float]]] = {}
-            for _ in range(ROUNDS):
+            for rnd in range(ROUNDS):
+                progress.update(task, description=f'{stack.id}: round {rnd + 1}/{ROUNDS}')
                 for name, run in (('commcheck', lambda: ours(stack, program, args.iters)),
                                   ('NetPIPE', lambda: netpipe(stack, args.iters, Path(tmp))),
                                   ('osu_latency', lambda: osu_latency(stack, extras,
@@ -80,13 +103,15 @@ def main(args) -> int:
                     value = run()
                     if value:
                         samples.setdefault(name, []).append(value)
+                progress.advance(task)
             stats = {name: summarize(vals) for name, vals in samples.items()}
-            for name, row in stats.items():
-                print(f'{stack.name:14} {name:12} ' + ' '.join(f'{v:12.3f}' for v in row))
             base = stats['commcheck']
             for name, row in stats.items():
+                table.add_row(stack.id, name, *(f'{v:.3f}' if i < 2 else f'{v:.0f}'
+                                                for i, v in enumerate(row)))
                 if name != 'commcheck':
-                    print(f'{stack.name:14} {"vs " + name:12} {base[0] - row[0]:+12.3f} '
-                          f'{base[1] - row[1]:+12.3f} {100 * (base[2] / row[2] - 1):+11.1f}% '
-                          f'{100 * (base[3] / row[3] - 1):+11.1f}%')
+                    table.add_row('', f'ours vs {name}', f'{base[0] - row[0]:+.3f}',
+                                  f'{base[1] - row[1]:+.3f}', f'{base[2] / row[2] - 1:+.1%}',
+                                  f'{base[3] / row[3] - 1:+.1%}')
+    console.print(table)
     return 0

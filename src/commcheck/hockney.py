@@ -277,6 +277,22 @@ def _number(rec: Mapping[str, Any], key: str, index: int) -> float:
         raise ValueError(f"record {index}: {key}={value!r} is not a number") from None
 
 
+#: Distinct sizes below which a sweep cannot support a Hockney fit worth reporting.
+MIN_FIT_SIZES = 4
+
+
+def refusal(seg: Segment) -> str | None:
+    """Why a fitted line cannot be reported (not finite, or no bandwidth term), or None."""
+    values = {'r_inf': seg.r_inf_MBps, 'n_1/2': seg.n_half_bytes, 't0': seg.t0_us}
+    bad = [name for name, v in values.items() if not math.isfinite(v)]
+    if bad:
+        return (f'{", ".join(bad)} not finite: the time does not grow with size over '
+                f'{seg.lo_bytes:.0f}-{seg.hi_bytes:.0f} B')
+    if seg.r_inf_MBps <= 0:
+        return f'r_inf {seg.r_inf_MBps:.3g} MB/s is not positive'
+    return None
+
+
 def fit_records(
     records: Iterable[Mapping[str, Any]],
     time_key: str,

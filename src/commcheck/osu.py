@@ -1,26 +1,58 @@
-"""Read the OSU Micro-Benchmarks' point-to-point output (7.x: ``# Size  <metric>`` tables)."""
+"""Read the OSU Micro-Benchmarks' point-to-point output (7.x: ``# Size  <metric>`` tables).
+
+With ``-c`` (OSU 7.x validates the received buffers) each row ends in ``Pass`` or ``Fail``.
+"""
 
 from __future__ import annotations
 
 import re
 
-_ROW = re.compile(r'^\s*(\d+)\s+([-+0-9.eE]+)')
+_ROW = re.compile(r'^\s*(\d+)\s+([-+0-9.eE]+)(?:\s+(\S+))?\s*$')
 
 
 class OsuOutputError(ValueError):
     """OSU output with no data rows or a malformed row."""
 
 
-def parse_table(text: str) -> dict[int, float]:
-    """Message size -> first metric column (latency in µs, or bandwidth in MB/s)."""
-    table = {}
-    for line in text.splitlines():
+def parse_rows(text: str) -> list[tuple[int, float, str | None]]:
+    """(size, first metric column, validation status or None) for every data row; lines
+    before OSU's own ``# OSU ...`` title (the job's other output) are not OSU's."""
+    lines = text.splitlines()
+    titles = [i for i, line in enumerate(lines) if line.startswith('# OSU')]
+    rows = []
+    for line in lines[titles[0] if titles else 0:]:
         if line.lstrip().startswith('#') or not line.strip():
             continue
         match = _ROW.match(line)
         if not match:
             raise OsuOutputError(f'unexpected line in OSU output: {line.strip()!r}')
-        table[int(match.group(1))] = float(match.group(2))
-    if not table:
+        rows.append((int(match.group(1)), float(match.group(2)), match.group(3)))
+    if not rows:
         raise OsuOutputError('OSU output has no data rows')
-    return table
+    return rows
+
+
+def parse_table(text: str) -> dict[int, float]:
+    """Message size -> first metric column (latency in µs, or bandwidth in MB/s)."""
+    return {size: value for size, value, _ in parse_rows(text)}
+
+
+def problems(text: str, expected_sizes: list[int]) -> list[str]:
+    """What is wrong with a validated OSU run: missing sizes, failed validation."""
+    try:
+        rows = parse_rows(text)
+    except OsuOutputError as err:
+        return [str(err)]
+    found = [size for size, _, _ in rows]
+    out = []
+    missing = [s for s in expected_sizes if s not in found]
+    if missing:
+        out.append(f'no result for {len(missing)} size(s) from {missing[0]} B (the run stopped '
+                   f'after {found[-1]} B)' if found else 'no result rows')
+    failed = [size for size, _, status in rows if status is not None and status != 'Pass']
+    if failed:
+        out.append(f'OSU validation failed at {", ".join(map(str, failed))} B')
+    unvalidated = [size for size, _, status in rows if status is None]
+    if unvalidated:
+        out.append('OSU did not validate its buffers (no Validation column: run with -c)')
+    return out

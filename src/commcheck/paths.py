@@ -14,6 +14,10 @@ SPACK_PACKAGE_REPO = SPACK_ENV_DIR / 'repo'
 # Generated, git-ignored: ReFrame stage/output, per-stack command links, Spack views.
 STATE_DIR = Path(os.environ.get('COMMCHECK_STATE', REPO_ROOT / '.state'))
 
+# MPI stacks installed from PyPI by `commcheck setup-mpi` (software, not run state: a test
+# that moves COMMCHECK_STATE still finds them).
+WHEELS_DIR = Path(os.environ.get('COMMCHECK_WHEELS_DIR', REPO_ROOT / '.state' / 'wheels'))
+
 # Results that must survive between runs: run reports, perflogs, ReFrame's results database.
 REPORTS_DIR = Path(os.environ.get('COMMCHECK_REPORTS', REPO_ROOT / 'reports'))
 RUNS_DIR = REPORTS_DIR / 'runs'

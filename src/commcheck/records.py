@@ -70,3 +70,27 @@ def split_runs(text: str) -> list[dict[str, list[dict]]]:
         if groups:
             groups[-1] += line + '\n'
     return [parse(g) for g in groups]
+
+
+_SUFFIX = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}
+
+
+def parse_sizes(text: str) -> list[int]:
+    """The message sizes a kernel's ``--sizes`` option means (see src/kernels/README.md):
+    a comma list, or a power-of-two range ``lo:hi``; ``k``/``m``/``g`` suffixes."""
+    def one(token: str) -> int:
+        token = token.strip().lower()
+        digits, suffix = token.rstrip('kmg'), token[len(token.rstrip('kmg')):]
+        if not digits.isdigit() or len(suffix) > 1 or int(digits) <= 0:
+            raise RecordError(f'--sizes: {token!r} is not a byte count')
+        return int(digits) * _SUFFIX[suffix]
+    if ':' in text:
+        lo, hi = (one(t) for t in text.split(':', 1))
+        if lo > hi:
+            raise RecordError(f'--sizes: range {text!r} runs backwards')
+        out = []
+        while lo <= hi:
+            out.append(lo)
+            lo *= 2
+        return out
+    return [one(t) for t in text.split(',')]

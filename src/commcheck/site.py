@@ -1,240 +1,315 @@
-"""A site's facts, declared once: compilers x MPI stacks, partitions, build path.
+"""A site's facts, declared once: partitions and compiler x MPI stacks.
 
-Everything else is generated from a :class:`Site`: the ReFrame configuration
-(:meth:`Site.reframe_configuration`), the ReFrame environments with the ``extras`` the checks
-read, and the Spack environments (:mod:`commcheck.spack_env`). A site file in ``config/`` builds a
-``Site`` (by hand, or by discovery for the embedded local site) and exports its configuration.
+A site is a :class:`Site`, read from a site file (``config/sites/<name>.yaml``, see
+:mod:`commcheck.sitefile`) or filled in by discovery for the embedded local site
+(:mod:`commcheck.discover`). Everything else is generated from it: the ReFrame configuration
+(:mod:`commcheck.rfmconfig`), the features the checks select on, the launch line of every job
+(:mod:`commcheck.launch`) and the Spack environments (:mod:`commcheck.spack_env`).
+
+The models validate themselves (pydantic): unknown keys, wrong types, wrappers that are not
+executable, prefixes that do not exist, a stack declared with a language it cannot build.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from pathlib import Path
+import shutil
+from typing import Literal, Optional
 
-from commcheck import paths
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-BUILD_BACKENDS = ('cmake', 'spack')
-MPI_FLAVOURS = ('mpich', 'openmpi', 'cray-mpich', 'intel-mpi')
+from commcheck import flavours
 
-# Keys of ``environment.extras`` the checks rely on (validated by commcheck.rfm.mixins).
-REQUIRED_EXTRAS = ('stack', 'compiler', 'compiler_version', 'mpi', 'mpi_version', 'build',
-                   'has_fortran')
-
-
-# `reframe --mode seeds`: the source documents' full sizes and repetitions (hours, not minutes).
-SEED_MODE_OPTIONS = (
-    '-S', 'PingPong.iters=2000', '-S', 'ParkbenchComms.iters=2000',
-    '-S', 'DerivedDatatypes.sizes=8:1048576', '-S', 'DerivedDatatypes.iters=2000',
-    '-S', 'Stencil.n=4800', '-S', 'Stencil.steps=500', '-S', 'Stencil.max_ranks=36',
-    '-S', 'StencilSequential.n=4800', '-S', 'StencilSequential.steps=500',
-    '-S', 'FortranPointers.n=10000', '-S', 'FortranPointers.steps=100',
-)
+COMPILER_FAMILIES = ('gnu', 'clang', 'cray', 'intel', 'oneapi', 'nvidia', 'aocc', 'openjdk')
+# The Spack package of each compiler family (Spack 1.x: compilers are packages).
+SPACK_COMPILERS = {'gnu': 'gcc', 'clang': 'llvm', 'cray': 'cce', 'intel': 'intel-oneapi-compilers',
+                   'oneapi': 'intel-oneapi-compilers', 'nvidia': 'nvhpc', 'aocc': 'aocc'}
+Language = Literal['c', 'fortran', 'python', 'java']
 
 
 class SiteError(Exception):
     """A site declaration is wrong or incomplete; the message says what to fix."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Compiler:
-    family: str                 # ReFrame-style short family name: gnu, clang, cray, intel
+class _Model(BaseModel):
+    model_config = ConfigDict(extra='forbid', frozen=True)
+
+
+def _check_program(value: Optional[str], what: str) -> Optional[str]:
+    """An absolute path must be an executable file; a bare name is looked up when used
+    (a module may put it on PATH, as Cray's ``cc``)."""
+    if value and os.path.isabs(value):
+        if not os.path.exists(value):
+            raise ValueError(f'{what} {value} does not exist')
+        if not (os.path.isfile(value) and os.access(value, os.X_OK)):
+            raise ValueError(f'{what} {value} is not an executable file')
+    return value
+
+
+class Compiler(_Model):
+    """The compilers behind the MPI wrappers."""
+
+    #: gnu, clang, cray, intel, oneapi, nvidia, aocc; ``openjdk`` for a Java stack.
+    family: str
     version: str
-    cc: str
-    cxx: str | None = None
-    fc: str | None = None
-    spack_name: str = 'gcc'     # the compiler's Spack package name
+    cc: Optional[str] = None        #: C compiler (path, or a name a module puts on PATH)
+    cxx: Optional[str] = None
+    fc: Optional[str] = None        #: Fortran compiler; none: the stack builds no Fortran
+    java: Optional[str] = None      #: ``javac``, for a Java stack
+    spack: Optional[str] = None     #: Spack package of this compiler (default by family)
 
+    @field_validator('family')
+    @classmethod
+    def _known_family(cls, value):
+        if value not in COMPILER_FAMILIES:
+            raise ValueError(f'unknown compiler family {value!r}; use one of '
+                             f'{", ".join(COMPILER_FAMILIES)}')
+        return value
 
-@dataclasses.dataclass(frozen=True)
-class MpiStack:
-    """One MPI implementation, addressed by its own wrappers (never a shared alternatives link)."""
-
-    flavour: str                # one of MPI_FLAVOURS
-    version: str
-    cc: str                     # C wrapper, absolute path
-    fc: str | None              # Fortran wrapper, absolute path, None without Fortran
-    launcher_cmd: str           # the stack's own mpiexec/mpirun, absolute path
-    prefix: str = '/usr'
-    env_vars: tuple[tuple[str, str], ...] = ()
-
-    def __post_init__(self):
-        if self.flavour not in MPI_FLAVOURS:
-            raise SiteError(f'unknown MPI flavour {self.flavour!r}; use one of {MPI_FLAVOURS}')
-
-
-@dataclasses.dataclass(frozen=True)
-class Stack:
-    """A compiler x MPI pair: one ReFrame environment, one Spack environment."""
-
-    compiler: Compiler
-    mpi: MpiStack
-    build: str = 'cmake'        # how the checks get their programs: one of BUILD_BACKENDS
-    osu_root: str | None = None  # site-provided OSU Micro-Benchmarks install, if any
-    osu_module: str | None = None  # or a module that puts OSU's programs on PATH
-    modules: tuple[str, ...] = ()  # modules that make this stack (Lmod/Tcl names)
-
-    def __post_init__(self):
-        if self.build not in BUILD_BACKENDS:
-            raise SiteError(f'stack {self.name}: build must be one of {BUILD_BACKENDS}, '
-                            f'got {self.build!r}')
+    @field_validator('cc', 'cxx', 'fc', 'java')
+    @classmethod
+    def _executable(cls, value, info):
+        return _check_program(value, f'compiler.{info.field_name}')
 
     @property
-    def name(self) -> str:
-        return f'{self.compiler.family}-{self.mpi.flavour}'
+    def spack_package(self) -> str:
+        return self.spack or SPACK_COMPILERS.get(self.family, self.family)
+
+
+class Mpi(_Model):
+    """One MPI implementation, addressed by its own wrappers (never an alternatives link)."""
+
+    flavour: str                    #: mpich, openmpi, intel-mpi, cray-mpich, mpj-express
+    version: str
+    prefix: Optional[str] = None    #: install prefix (default: two levels above ``cc``)
+    cc: Optional[str] = None        #: C wrapper (default ``<prefix>/bin/mpicc``)
+    fc: Optional[str] = None        #: Fortran wrapper (default ``<prefix>/bin/mpifort``)
+    launcher: Optional[str] = None  #: its own mpiexec/mpirun (default ``<prefix>/bin/...``)
+    srun_mpi: Optional[str] = None  #: ``srun --mpi=`` plugin (default: the flavour's)
+    module: Optional[str] = None    #: a module that provides it (Lmod/Tcl name)
+
+    @field_validator('flavour')
+    @classmethod
+    def _known_flavour(cls, value):
+        flavours.flavour(value)
+        return value
+
+    @field_validator('cc', 'fc', 'launcher')
+    @classmethod
+    def _executable(cls, value, info):
+        return _check_program(value, f'mpi.{info.field_name}')
+
+    @field_validator('prefix')
+    @classmethod
+    def _prefix_exists(cls, value):
+        if value and os.path.isabs(value) and not os.path.isdir(value):
+            raise ValueError(f'mpi.prefix {value} is not a directory')
+        return value
+
+    @property
+    def record(self) -> flavours.Flavour:
+        return flavours.flavour(self.flavour)
+
+    def _in_prefix(self, name: str) -> Optional[str]:
+        if not self.prefix:
+            return None
+        path = os.path.join(self.prefix, 'bin', name)
+        return path if os.access(path, os.X_OK) else None
+
+    @property
+    def c_wrapper(self) -> Optional[str]:
+        return self.cc or self._in_prefix('mpicc')
+
+    @property
+    def fortran_wrapper(self) -> Optional[str]:
+        return self.fc or self._in_prefix('mpifort')
+
+    @property
+    def launcher_command(self) -> str:
+        return self.launcher or self._in_prefix(self.record.launcher) or self.record.launcher
+
+    # Older names, kept while tests move to launcher_command / Stack.job_env.
+    @property
+    def launcher_cmd(self) -> str:
+        return self.launcher_command
+
+    @property
+    def env_vars(self) -> tuple[tuple[str, str], ...]:
+        env = dict(self.record.root_env) if os.geteuid() == 0 else {}
+        return tuple(env.items())
+
+    @property
+    def install_prefix(self) -> Optional[str]:
+        if self.prefix:
+            return self.prefix
+        if self.cc and os.path.isabs(self.cc):
+            return os.path.dirname(os.path.dirname(self.cc))
+        return None
+
+
+class Osu(_Model):
+    """Where a stack's OSU Micro-Benchmarks come from when Spack does not build them."""
+
+    root: Optional[str] = None      #: a site install (searched for osu_latency ...)
+    module: Optional[str] = None    #: or a module that puts them on PATH
+
+
+class Stack(_Model):
+    """A compiler x MPI pair: one ReFrame environment, one Spack environment."""
+
+    name: Optional[str] = None      #: default ``<compiler family>-<flavour>``
+    compiler: Compiler
+    mpi: Mpi
+    #: What to test on this stack (default: every language the compiler and MPI can build).
+    languages: Optional[tuple[Language, ...]] = None
+    build: Literal['cmake', 'spack'] = 'cmake'   #: how the checks get their programs
+    modules: tuple[str, ...] = ()   #: modules that make this stack (PrgEnv-gnu, cray-mpich ...)
+    env: dict[str, str] = Field(default_factory=dict)   #: settings every job of it needs
+    osu: Optional[Osu] = None
+    partitions: Optional[tuple[str, ...]] = None   #: restrict it to these partitions
+
+    @model_validator(mode='after')
+    def _languages_buildable(self):
+        record = self.mpi.record
+        missing = {'c': not (self.mpi.c_wrapper or self.compiler.cc),
+                   'fortran': not (self.fortran_wrapper and (self.compiler.fc or self.modules)),
+                   'java': not record.java, 'python': not self.mpi.c_wrapper}
+        for lang in self.languages or ():
+            if lang not in record.languages:
+                raise ValueError(f'{record.title} cannot run {lang} kernels (it runs '
+                                 f'{", ".join(record.languages)}): drop {lang} from languages')
+            if missing[lang]:
+                fix = {'c': 'give mpi.cc (the C wrapper)',
+                       'fortran': 'give compiler.fc and mpi.fc, or drop fortran',
+                       'python': 'give mpi.cc (mpi4py is built with it)',
+                       'java': 'use an mpj-express stack'}[lang]
+                raise ValueError(f'stack declares {lang} but cannot build it: {fix}')
+        return self
+
+    @property
+    def id(self) -> str:
+        return self.name or f'{self.compiler.family}-{self.mpi.flavour}'
+
+    @property
+    def fortran_wrapper(self) -> Optional[str]:
+        return self.mpi.fortran_wrapper
+
+    @property
+    def tested_languages(self) -> tuple[str, ...]:
+        if self.languages is not None:
+            return tuple(self.languages)
+        if self.mpi.record.java:
+            return ('java',)
+        langs = ['c']
+        if self.fortran_wrapper and self.compiler.fc:
+            langs.append('fortran')
+        return tuple(langs)
 
     @property
     def has_fortran(self) -> bool:
-        return bool(self.mpi.fc and self.compiler.fc)
+        return 'fortran' in self.tested_languages
+
+    def job_env(self, as_root: bool) -> dict[str, str]:
+        """Every setting a job of this stack needs: the flavour's (root, prefix, compiler
+        choice behind the wrappers), then the site's own (``env``), which win."""
+        record, env = self.mpi.record, {}
+        if as_root:
+            env.update(record.root_env)
+        prefix = self.mpi.install_prefix
+        if prefix:
+            for key, value in record.prefix_env:
+                value = value.format(prefix=prefix)
+                env[key] = f'{value}:${key}' if key.endswith('PATH') else value
+        if self.compiler.family != record.wrapper_family:
+            for lang, var in record.compiler_env.items():
+                compiler = {'c': self.compiler.cc, 'fortran': self.compiler.fc}[lang]
+                if compiler:
+                    env[var] = compiler
+        env.update(self.env)
+        return env
 
 
-@dataclasses.dataclass(frozen=True)
-class Partition:
+class Partition(_Model):
+    """Where jobs run, and how ranks are placed and bound there."""
+
     name: str
-    scheduler: str = 'local'
-    launcher: str = 'mpiexec'
-    cores: int = 1               # cores one job may use on a node
-    oversubscribe: bool = False  # may checks place more ranks than cores (results are marked)
-    access: tuple[str, ...] = ()
-    max_jobs: int = 1
+    scheduler: Literal['local', 'slurm', 'squeue'] = 'local'
+    #: ``mpiexec``: the stack's own launcher; ``srun``: Slurm's, with the stack's plugin.
+    launcher: Literal['mpiexec', 'srun'] = 'mpiexec'
+    cores: int = Field(ge=1)         #: cores of one node a job may use
+    nodes: int = Field(default=1, ge=1)   #: nodes a job may use
+    #: Where the two ranks of a pair go: one node, or one rank on each of two nodes.
+    placement: Literal['same-node', 'different-nodes'] = 'same-node'
+    binding: Literal['core', 'none'] = 'core'   #: process binding of every launch
+    oversubscribe: bool = False      #: more ranks than cores allowed (results never gated)
+    access: tuple[str, ...] = ()     #: scheduler options (``-p batch``, ``--account=x``)
+    max_jobs: int = Field(default=1, ge=1)
+    time_limit: Optional[str] = None
+    env: dict[str, str] = Field(default_factory=dict)   #: settings of every job here
+    prepare_cmds: tuple[str, ...] = ()   #: shell lines at the top of every job script
+
+    @model_validator(mode='after')
+    def _two_nodes_for_pairs(self):
+        if self.placement == 'different-nodes' and self.nodes < 2:
+            raise ValueError(f'partition {self.name}: placement different-nodes needs nodes >= 2')
+        return self
+
+    @property
+    def ranks_per_node_of_pair(self) -> int:
+        return 1 if self.placement == 'different-nodes' else 2
 
 
-@dataclasses.dataclass(frozen=True)
-class Site:
-    name: str
-    description: str
-    hostnames: tuple[str, ...]
+class SpackSettings(_Model):
+    osu_spec: str = 'osu-micro-benchmarks@7.3'
+    mirror: Optional[str] = None     #: a source mirror, used as the only one (air-gapped)
+    install_tree: Optional[str] = None
+
+
+class Site(_Model):
+    name: str                        #: the ReFrame system name
+    description: str = ''
+    hostnames: tuple[str, ...] = ('.*',)
+    modules_system: Literal['nomod', 'lmod', 'tmod', 'tmod4', 'envmod', 'spack'] = 'nomod'
     partitions: tuple[Partition, ...]
     stacks: tuple[Stack, ...]
-    state_dir: Path = paths.STATE_DIR
-    osu_spec: str = 'osu-micro-benchmarks@7.3'
-    spack_command: str | None = None   # the site's `spack`, for Spack-built stacks
+    spack: SpackSettings = SpackSettings()
 
-    def __post_init__(self):
+    @model_validator(mode='after')
+    def _consistent(self):
         if not self.stacks:
-            raise SiteError(f'site {self.name}: no compiler x MPI stack declared or found')
-        names = [s.name for s in self.stacks]
-        if len(set(names)) != len(names):
-            raise SiteError(f'site {self.name}: stack names repeat: {names}')
+            raise ValueError('no compiler x MPI stack declared')
+        for kind, names in (('stack', [s.id for s in self.stacks]),
+                            ('partition', [p.name for p in self.partitions])):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f'{kind} names repeat: {", ".join(dupes)} (give each a '
+                                 f'distinct name)')
+        known = {p.name for p in self.partitions}
+        for stack in self.stacks:
+            unknown = set(stack.partitions or ()) - known
+            if unknown:
+                raise ValueError(f'stack {stack.id} names unknown partitions '
+                                 f'{", ".join(sorted(unknown))}; known: {", ".join(sorted(known))}')
+        return self
 
     def stack(self, name: str) -> Stack:
         for stack in self.stacks:
-            if stack.name == name:
+            if stack.id == name:
                 return stack
         raise SiteError(f'site {self.name} has no stack {name!r}')
 
-    def spack_env_dir(self, stack: Stack) -> Path:
-        return paths.SPACK_ENV_DIR / self.name / stack.name
+    def partition(self, name: str) -> Partition:
+        for part in self.partitions:
+            if part.name == name:
+                return part
+        raise SiteError(f'site {self.name} has no partition {name!r}')
 
-    def spack_install_tree(self) -> Path:
-        """Outside any ReFrame stage, so installs persist between runs (ReFrame's Spack build
-        system leaves a user environment's install_tree alone)."""
-        return Path(env_flag('COMMCHECK_SPACK_INSTALL_TREE') or self.state_dir / 'spack' / 'opt')
+    def stacks_of(self, partition: Partition) -> list[Stack]:
+        return [s for s in self.stacks if s.partitions is None or partition.name in s.partitions]
 
-    def stack_bindir(self, stack: Stack) -> Path:
-        """A directory whose mpicc/mpifort/mpiexec are this stack's, put first on PATH.
 
-        Launchers and build systems call plain ``mpiexec``/``mpicc``; on a machine with several
-        stacks under one prefix those names are whichever the alternatives system chose, so each
-        environment gets a directory of links to its own stack's commands.
-        """
-        return self.state_dir / 'stacks' / self.name / stack.name / 'bin'
-
-    # -- ReFrame configuration ---------------------------------------------------------------
-    def reframe_configuration(self) -> dict:
-        paths.REPORTS_DIR.mkdir(parents=True, exist_ok=True)   # ReFrame opens its log there
-        return {
-            'systems': [self._system()],
-            'environments': [self._environment(s) for s in self.stacks],
-            'general': [{
-                'check_search_path': [str(paths.CHECKS_DIR)],
-                'report_file': str(paths.RUNS_DIR / 'run-report-{sessionid}.json'),
-                'perf_info_level': 'info',
-            }],
-            'storage': [{'enable': True, 'sqlite_db_file': str(paths.RESULTS_DB)}],
-            'modes': [{'name': 'seeds', 'options': list(SEED_MODE_OPTIONS)}],
-            'logging': [self._logging()],
-        }
-
-    def _system(self) -> dict:
-        return {
-            'name': self.name,
-            'descr': self.description,
-            'hostnames': list(self.hostnames),
-            'stagedir': str(self.state_dir / 'stage'),
-            'outputdir': str(self.state_dir / 'output'),
-            'partitions': [self._partition(p) for p in self.partitions],
-        }
-
-    def _partition(self, part: Partition) -> dict:
-        return {
-            'name': part.name,
-            'scheduler': part.scheduler,
-            'launcher': part.launcher,
-            'access': list(part.access),
-            'environs': [s.name for s in self.stacks],
-            'max_jobs': part.max_jobs,
-            'processor': {'num_cpus': part.cores},
-            'extras': {'cores': part.cores, 'oversubscribe': part.oversubscribe},
-        }
-
-    def _environment(self, stack: Stack) -> dict:
-        path = [str(self.stack_bindir(stack))]
-        if stack.build == 'spack' and self.spack_command:
-            path.append(os.path.dirname(self.spack_command))
-        env_vars = [['PATH', ':'.join(path + ['$PATH'])], *map(list, stack.mpi.env_vars)]
-        return {
-            'name': stack.name,
-            'modules': list(stack.modules) + ([stack.osu_module] if stack.osu_module else []),
-            'cc': stack.mpi.cc,
-            'cxx': '',
-            'nvcc': '',
-            'ftn': stack.mpi.fc or '',
-            'env_vars': env_vars,
-            'features': ['mpi', f'build_{stack.build}']
-                        + (['fortran'] if stack.has_fortran else [])
-                        + (['osu'] if stack.build == 'spack' or stack.osu_root or stack.osu_module
-                           else []),
-            'extras': self.environment_extras(stack),
-        }
-
-    def environment_extras(self, stack: Stack) -> dict:
-        return {
-            'stack': stack.name,
-            'compiler': stack.compiler.family,
-            'compiler_version': stack.compiler.version,
-            'mpi': stack.mpi.flavour,
-            'mpi_version': stack.mpi.version,
-            'build': stack.build,
-            'has_fortran': stack.has_fortran,
-            'spack_env': str(self.spack_env_dir(stack)) if stack.build == 'spack' else '',
-            'spack_view': str(self.state_dir / 'spack-views' / self.name / stack.name)
-                          if stack.build == 'spack' else '',
-            'osu_root': stack.osu_root or '',
-            'osu_module': stack.osu_module or '',
-        }
-
-    def _logging(self) -> dict:
-        return {
-            'handlers': [{
-                'type': 'file', 'name': str(paths.REPORTS_DIR / 'reframe.log'),
-                'level': 'debug', 'append': True,
-                'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
-            }, {
-                'type': 'stream', 'name': 'stdout', 'level': 'info', 'format': '%(message)s',
-            }],
-            'handlers_perflog': [{
-                'type': 'filelog', 'prefix': '%(check_system)s/%(check_partition)s',
-                'basedir': str(paths.PERFLOG_DIR), 'level': 'info', 'append': True,
-                'format': '%(check_job_completion_time)s|reframe %(version)s|'
-                          '%(check_display_name)s|%(check_system)s:%(check_partition)s|'
-                          '%(check_environ)s|%(check_result)s|%(check_reference_status)s|'
-                          '%(check_perfvalues)s',
-                'format_perfvars': '%(check_perf_value)s|%(check_perf_unit)s|'
-                                   '%(check_perf_ref)s|%(check_perf_lower_thres)s|'
-                                   '%(check_perf_upper_thres)s|',
-            }],
-        }
+def find_program(name: str) -> Optional[str]:
+    return shutil.which(name)
 
 
 def env_flag(name: str, default: str = '') -> str:

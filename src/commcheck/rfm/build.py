@@ -4,10 +4,14 @@ The environment's ``extras['build']`` chooses the path, never the check:
 
 - ``cmake``: ReFrame's CMake build system compiles ``src/kernels`` with the environment's MPI
   wrappers (``cc``/``ftn``) and installs the programs into the stage's ``install/bin``.
-- ``spack``: ReFrame's Spack build system installs the stack's Spack environment
-  (``extras['spack_env']``, used in place so its lock file and install tree persist between
-  runs); the kernels (package ``commcheck-kernels``) and the OSU Micro-Benchmarks land in the
-  environment's view (``extras['spack_view']``).
+- ``spack``: the stack's Spack environment is written (only when its text changed) under the
+  state directory, then ReFrame's Spack build system installs it there, in place, so its lock
+  file and install tree persist between runs; the kernels (package ``commcheck-kernels``) and
+  the OSU Micro-Benchmarks land in the environment's view (``extras['spack_view']``).
+  The first Spack stack of a session is concretized before its build job starts (that indexes
+  Spack's package repository once, before the stacks install in parallel). The kernels and OSU
+  are two installs: a failed OSU install (a fetch, a mirror that is not there) is recorded in
+  ``osu_error`` and fails the OSU checks only; a failed kernels install fails the fixture.
 
 OSU programs come from the Spack view, else from a site-provided install (``extras['osu_root']``)
 or a site module that puts them on PATH (``extras['osu_module']``).
@@ -16,16 +20,19 @@ or a site module that puts them on PATH (``extras['osu_module']``).
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
+import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from commcheck import paths
+from commcheck import experiments, paths, spack_env
+from commcheck.site import Stack
 
-C_PROGRAMS = ('pingpong-c', 'comms2-c', 'dtype-c', 'stencil-c', 'stream-c')
-FORTRAN_PROGRAMS = ('pingpong-f', 'comms2-f', 'dtype-f', 'stencil-f', 'fptr-f')
+#: Spack state directories whose first stack this ReFrame session concretized up front.
+_CONCRETIZED_FIRST: set[str] = set()
 
 
 class KernelsBuild(rfm.CompileOnlyRegressionTest):
@@ -33,10 +40,16 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     descr = 'commcheck kernels for one compiler x MPI stack'
     valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
+    valid_prog_environs = ['+c']
     build_locally = True
     build_timeout = variable(str, value='60m')
     local_prefix = variable(str, value='install')
+
+    #: sha256 of the Spack environment's lock file after the build (Spack path), for provenance.
+    spack_lock = variable(str, value='')
+
+    #: Why OSU is not installed for this stack (Spack path), empty when it is.
+    osu_error = variable(str, value='')
 
     @run_after('setup')
     def choose_build_path(self):
@@ -52,7 +65,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         self.build_system = 'CMake'
         self.build_system.builddir = 'build'
         self.build_system.max_concurrency = os.cpu_count() or 1
-        fortran = 'ON' if extras.get('has_fortran') else 'OFF'
+        fortran = 'ON' if 'fortran' in extras['languages'] else 'OFF'
         self.build_system.config_opts = [f'-DCOMMCHECK_FORTRAN={fortran}',
                                          '-DCMAKE_BUILD_TYPE=Release']
         self.postbuild_cmds = [f'cmake --install build --prefix {self.local_prefix}']
@@ -62,11 +75,59 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         self.build_system = 'Spack'
         self.build_system.environment = extras['spack_env']
         self.build_system.emit_load_cmds = False
-        self.build_system.install_opts = ['--fail-fast']
+        # The kernels only: OSU is installed on its own after them (write_spack_environment).
+        self.build_system.install_opts = ['--fail-fast', spack_env.KERNELS_PACKAGE]
 
     @run_before('compile')
     def set_build_timeout(self):
         self.build_job.time_limit = self.build_timeout
+
+    @run_before('compile')
+    def write_spack_environment(self):
+        """The materialising step of the Spack path: the declaration becomes spack.yaml.
+
+        Then, for the session's first Spack stack only, a concretization now, in ReFrame's own
+        process (it waits): on a cold cache that indexes Spack's package repository, which the
+        stacks' parallel installs would otherwise race for. A Spack that cannot work (no
+        clingo, no package repository) fails here with one line saying what to set.
+        """
+        if self.backend != 'spack' or self.is_dry_run():
+            return
+        extras = self.current_environ.extras
+        spack = spack_env.find_spack()
+        if spack is None:
+            raise spack_env.SpackSetupError(
+                f'{extras["stack"]} builds with Spack but no Spack is found: set SPACK_ROOT to a '
+                f'Spack checkout, or COMMCHECK_BUILD=cmake')
+        stack = Stack.model_validate(extras['declaration'])
+        settings = extras['spack_settings']
+        text = spack_env.stack_env_text(stack, spack_settings=settings,
+                                        view=extras['spack_view'], state_dir=str(paths.STATE_DIR))
+        env_dir = extras['spack_env']
+        spack_env.write_env(env_dir, text)
+        self.prebuild_cmds = [f'export PATH={shlex.quote(os.path.dirname(spack))}:"$PATH"']
+        osu = spack_env.osu_spec(settings)
+        self.postbuild_cmds = spack_env.osu_install_commands(
+            env_dir, osu, extras['stack'],
+            spack_env.mirror_problem(spack_env.mirror_of(settings), osu))
+        state = str(paths.STATE_DIR / 'spack')
+        if state not in _CONCRETIZED_FIRST:
+            spack_env.concretize_once(spack, env_dir, state)
+            _CONCRETIZED_FIRST.add(state)
+
+    @run_after('compile')
+    def record_spack_lock(self):
+        if self.backend != 'spack':
+            return
+        env_dir = self.current_environ.extras.get('spack_env') or ''
+        lock = os.path.join(env_dir, 'spack.lock')
+        if os.path.isfile(lock):
+            with open(lock, 'rb') as handle:
+                self.spack_lock = hashlib.sha256(handle.read()).hexdigest()[:16]
+        marker = spack_env.osu_failure_marker(env_dir)
+        if os.path.isfile(marker):
+            with open(marker, encoding='utf-8') as handle:
+                self.osu_error = handle.read().strip()
 
     @property
     def prefix_dir(self) -> str:
@@ -81,8 +142,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     @sanity_function
     def programs_installed(self):
         """Every program the checks may ask for exists: a partial build fails here, not later."""
-        wanted = C_PROGRAMS + (FORTRAN_PROGRAMS if self.current_environ.extras.get('has_fortran')
-                               else ())
+        wanted = experiments.compiled_programs(self.current_environ.extras['languages'])
         return sn.all(sn.assert_true(os.access(self.program(p), os.X_OK),
                                      msg=f'{p} was not built: not in {self.prefix_dir}/bin')
                       for p in wanted)
@@ -96,7 +156,8 @@ def osu_program(environ_extras: dict, name: str) -> str | None:
     if environ_extras.get('osu_module'):
         return name
     roots = []
-    if environ_extras.get('build') == 'spack':
+    if environ_extras.get('build') == 'spack' and not os.path.isfile(
+            spack_env.osu_failure_marker(environ_extras.get('spack_env') or '')):
         roots.append(environ_extras['spack_view'])
     if environ_extras.get('osu_root'):
         roots.append(environ_extras['osu_root'])
@@ -106,4 +167,3 @@ def osu_program(environ_extras: dict, name: str) -> str | None:
         if found:
             return found[0]
     return None
-

@@ -1,31 +1,50 @@
-"""The shape shared by the point-to-point checks: two ranks, a size sweep, C and Fortran."""
+"""The shape shared by the point-to-point checks: a pair of ranks, a size sweep, every language."""
 
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
+from commcheck import experiments, hockney, records
 from commcheck.rfm.build import KernelsBuild
-from commcheck.rfm.mixins import StackCheck, program_name
+from commcheck.rfm.mixins import StackCheck
 
 
 class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
     """Base of PingPong, ParkbenchComms and DerivedDatatypes (not a test by itself)."""
 
     valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
-    lang = parameter(['c', 'fortran'])
+    lang = parameter(experiments.COMPILED)
     sizes = variable(str, value='1:1048576')
     iters = variable(int, value=1000)
     warmup = variable(int, value=100)
+    is_pair = True
     num_tasks = 2
-    num_tasks_per_node = 2
     kernels = fixture(KernelsBuild, scope='environment')
 
-    @run_after('setup')
-    def require_language(self):
-        self.skip_unless_fortran(self.lang)
+    @run_after('init')
+    def select_environments(self):
+        # Environments are chosen by the language feature their declaration generates.
+        self.valid_prog_environs = [f'+{self.lang}']
 
     def program(self, kernel: str) -> str:
-        return self.kernels.program(program_name(kernel, self.lang))
+        return self.kernels.program(experiments.program(kernel, self.lang))
+
+    def require_fit_sizes(self):
+        """A Hockney fit needs a sweep: too few sizes skips the test, saying so."""
+        try:
+            count = len(set(records.parse_sizes(self.sizes)))
+        except records.RecordError as err:
+            self.skip_because(True, str(err))
+            return
+        self.skip_because(count < hockney.MIN_FIT_SIZES,
+                          f'not enough sizes for a Hockney fit (need >= {hockney.MIN_FIT_SIZES}, '
+                          f'got {count}: --sizes {self.sizes})')
+
+    def fit_refused(self, what: str, segment) -> bool:
+        """True, with a finding, when a fitted line cannot be reported (see hockney.refusal)."""
+        why = hockney.refusal(segment)
+        if why:
+            self.findings = self.findings + [f'Hockney fit of {what} refused: {why}']
+        return why is not None
 
     def sweep_options(self) -> list[str]:
         return ['--sizes', self.sizes, '--iters', str(self.iters), '--warmup', str(self.warmup)]

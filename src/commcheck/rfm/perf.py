@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import reframe.utility.sanity as sn
@@ -14,15 +15,21 @@ def _stdout_records(check) -> dict[str, list[dict]]:
 
 
 @sn.deferrable
-def kernel_passed(check, expected_data: int | None = None) -> bool:
-    """The kernel validated everything it received (PASS) and printed every point it promised."""
-    out = _stdout_records(check)
-    sn.assert_true(out['META'], msg='no META record: the kernel did not start properly').evaluate()
-    sn.assert_true(out['PASS'], msg='no PASS record: the kernel did not validate its data '
+def kernel_passed(check, sizes: str | None = None) -> bool:
+    """The kernel validated everything it received (PASS) and printed a DATA record for every
+    size it was asked for (``sizes``: the ``--sizes`` text it was given)."""
+    return run_passed(_stdout_records(check), sizes)
+
+
+def run_passed(out: dict, sizes: str | None = None, what: str = 'the kernel') -> bool:
+    sn.assert_true(out['META'], msg=f'no META record: {what} did not start properly').evaluate()
+    sn.assert_true(out['PASS'], msg=f'no PASS record: {what} did not validate its data '
                                     '(see the stderr ERROR line)').evaluate()
-    if expected_data is not None:
-        sn.assert_eq(len(out['DATA']), expected_data,
-                     msg='kernel printed {0} DATA records, expected {1}').evaluate()
+    if sizes is not None:
+        promised = records.parse_sizes(sizes)
+        printed = [r.get('size') for r in out['DATA']]
+        sn.assert_eq(printed, promised,
+                     msg=f'{what} printed sizes {{0}}, but was asked for {{1}}').evaluate()
     return True
 
 
@@ -59,7 +66,13 @@ def data_records(check) -> list[dict]:
     return _stdout_records(check)['DATA']
 
 
-def computed_variables(values: dict[str, tuple[float, str]]) -> dict:
-    """Perf variables for values computed in Python (fits, ratios): name -> (value, unit)."""
+def computed_variables(check, values: dict[str, tuple[float, str]]) -> dict:
+    """Perf variables for values computed in Python (fits, ratios): name -> (value, unit).
+
+    A value that is not finite is never reported: it is left out and the check records a
+    finding saying which, so the test fails with that reason once its other data are kept."""
+    bad = sorted(name for name, (value, _) in values.items() if not math.isfinite(value))
+    if bad:
+        check.findings = check.findings + [f'not computable (not finite): {", ".join(bad)}']
     return {name: sn.make_performance_function(sn.defer(value), unit)
-            for name, (value, unit) in values.items()}
+            for name, (value, unit) in values.items() if name not in bad}

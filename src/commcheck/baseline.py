@@ -1,0 +1,221 @@
+"""``commcheck baseline``: references from recorded launches, for ReFrame and for the gate.
+
+From the samples of stored sessions (oversubscribed runs never count), per system, partition,
+environment, test and key variable: the median, a robust spread (MAD), the count. Two files
+are written, atomically, each keeping its previous version as ``<name>.prev``:
+
+- ``<system>.baseline.json``: the launch samples and their provenance, which
+  ``commcheck compare`` tests new launches against;
+- ``<system>.yaml``: ReFrame's ``$ref`` file, which plain ``reframe -c checks -r`` gates one
+  launch on. Its bound is the measured noise, never a fixed percentage:
+  ``max(floor, 5 x 1.4826 MAD / median, 1.25 x the worst baseline launch's deviation)`` in the
+  direction that is worse (the other side is unbounded).
+
+Entries of checks that the selected sessions did not run are kept from the previous file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from commcheck import experiments, references
+from commcheck.history import Sample, Session, group
+
+PARAM = re.compile(r'%([\w.]+)=(\S+)')
+
+
+class BaselineError(Exception):
+    """Not enough to baseline on, or a baseline file that cannot be read."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    min_samples: int = 5        #: launches a variable needs to be baselined
+    floor: float = 0.05         #: the narrowest bound, as a fraction of the median
+    mad_factor: float = 5.0
+    spread_factor: float = 1.25
+    all_variables: bool = False  #: every variable with a direction, not only the key ones
+
+
+class Variable(BaseModel):
+    model_config = ConfigDict(extra='forbid')
+    system: str
+    partition: str
+    environ: str
+    test: str
+    variable: str
+    unit: str
+    direction: str
+    median: float
+    mad: float
+    tolerance: float
+    samples: list[float]
+    provenance: list[dict[str, str]]
+
+    @property
+    def key(self) -> tuple:
+        return (self.system, self.partition, self.environ, self.test, self.variable)
+
+
+class BaselineFile(BaseModel):
+    model_config = ConfigDict(extra='forbid')
+    system: str
+    created: str
+    sessions: list[str]
+    policy: dict
+    variables: list[Variable]
+
+    def samples(self) -> dict[tuple, list[Sample]]:
+        """The baseline's launches as :class:`Sample` objects, keyed like history's."""
+        out = {}
+        for v in self.variables:
+            out[v.key] = [Sample(session='baseline', time=0.0, system=v.system,
+                                 partition=v.partition, environ=v.environ, test=v.test,
+                                 variable=v.variable, value=x, unit=v.unit, result='pass',
+                                 provenance=tuple(sorted(p.items())))
+                          for x, p in zip(v.samples, v.provenance)]
+        return out
+
+
+def baseline_path(ref_dir: Path, system: str) -> Path:
+    return ref_dir / f'{system}.baseline.json'
+
+
+def load(path: Path) -> BaselineFile:
+    try:
+        return BaselineFile.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise BaselineError(f'{path}: no baseline (record one with `commcheck baseline`)') \
+            from None
+    except OSError as err:
+        raise BaselineError(f'{path}: cannot read baseline ({err})') from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = '.'.join(str(p) for p in first['loc']) or '(top level)'
+        raise BaselineError(f'{path}: not a commcheck baseline: {where}: {first["msg"]}') \
+            from None
+
+
+def tolerance(values: list[float], direction: str, policy: Policy) -> tuple[float, float, float]:
+    """(median, MAD, bound as a fraction of the median) of one variable's launches."""
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    if direction == experiments.LOWER_IS_BETTER:
+        worst = max(values) / med - 1
+    else:
+        worst = 1 - min(values) / med
+    tol = max(policy.floor, policy.mad_factor * 1.4826 * mad / med,
+              policy.spread_factor * worst)
+    if direction == experiments.HIGHER_IS_BETTER:
+        tol = min(tol, 1.0)
+    return med, mad, tol
+
+
+def compute(sessions: list[Session], system: str, policy: Policy,
+            warn) -> list[Variable]:
+    samples = [s for sess in sessions for s in sess.samples
+               if s.system == system and not s.oversubscribed]
+    if not samples:
+        raise BaselineError(f'no measurements of system {system!r} in the selected sessions '
+                            f'({len(sessions)} session(s))')
+    chosen, short = [], []
+    for key, group_samples in sorted(group(samples).items()):
+        first = group_samples[0]
+        direction = experiments.direction(first.check, first.variable, first.unit)
+        key_vars = experiments.key_variables(first.check)
+        if direction is None or not (policy.all_variables or first.variable in key_vars):
+            continue
+        values = [s.value for s in group_samples]
+        if len(values) < policy.min_samples or statistics.median(values) <= 0:
+            short.append((key, len(values)))
+            continue
+        med, mad, tol = tolerance(values, direction, policy)
+        chosen.append(Variable(
+            system=key[0], partition=key[1], environ=key[2], test=key[3], variable=key[4],
+            unit=first.unit, direction=direction, median=med, mad=mad, tolerance=tol,
+            samples=values, provenance=[s.prov for s in group_samples]))
+    if not chosen:
+        most = max((n for _, n in short), default=0)
+        raise BaselineError(f'too few launches to baseline: at most {most} per variable, need '
+                            f'{policy.min_samples} (run with `--repeat {policy.min_samples}` or '
+                            f'select more sessions)')
+    for key, n in short:
+        warn(f'{" ".join(key[2:])}: {n} launch(es) < {policy.min_samples}; not baselined')
+    return chosen
+
+
+def index_of(test: str) -> list[str]:
+    """The test's parameters, as ReFrame ``$index`` attributes (fixture parameters by name)."""
+    return [name.split('.')[-1] for name, _ in PARAM.findall(test) if name != '.repeat_no']
+
+
+def _index_key(value: str):
+    """An index level's key: numbers as numbers, names as the anchored regular expressions
+    ReFrame matches string keys as (escaped where they hold regex characters)."""
+    if value.isdigit():
+        return int(value)
+    return re.escape(value) if re.search(r'[.^$*+?{}\[\]\\|()]', value) else value
+
+
+def ref_entries(variables: list[Variable]) -> dict:
+    """``$ref`` entries: check -> {$index: [$partition, $environ, params...], nested levels}."""
+    out: dict = {}
+    for v in variables:
+        check = v.test.split()[0]
+        params = index_of(v.test)
+        entry = out.setdefault(check, {'$index': ['$partition', '$environ', *params]})
+        level = entry.setdefault(f'{v.system}:{v.partition}', {}).setdefault(
+            _index_key(v.environ), {})
+        for _, value in PARAM.findall(v.test):
+            level = level.setdefault(_index_key(value), {})
+        lower = -v.tolerance if v.direction == experiments.HIGHER_IS_BETTER else None
+        upper = v.tolerance if v.direction == experiments.LOWER_IS_BETTER else None
+        level[v.variable] = [float(f'{v.median:.6g}'), _round(lower), _round(upper), v.unit]
+    return out
+
+
+def _round(value: Optional[float]):
+    return None if value is None else round(value, 4)
+
+
+def render_refs(entries: dict, previous: dict, system: str, sessions: list[str]) -> str:
+    merged = {k: v for k, v in (previous or {}).items() if k not in entries}
+    merged.update(entries)
+    head = (f'# Performance references of system {system}, written by `commcheck baseline`\n'
+            f'# from {len(sessions)} session(s): {", ".join(s[:8] for s in sessions)}.\n'
+            '# [value, lower, upper, unit]: bounds are fractions of value from the measured\n'
+            '# launch-to-launch noise (see commcheck.baseline); null = unbounded.\n')
+    return head + yaml.safe_dump(merged, sort_keys=False, default_flow_style=None, width=100)
+
+
+def write(ref_dir: Path, system: str, sessions: list[Session], variables: list[Variable],
+          policy: Policy) -> dict[str, str]:
+    """Write both files; returns what changed in the references, as a unified diff."""
+    ref_file = ref_dir / f'{system}.yaml'
+    old_text = ref_file.read_text(encoding='utf-8') if ref_file.exists() else ''
+    previous = {}
+    if old_text:
+        problem = references.problem(ref_file)
+        if problem:
+            raise BaselineError(f'{problem} (fix or move it; it is not overwritten)')
+        previous = yaml.safe_load(old_text) or {}
+    uuids = [s.uuid for s in sessions]
+    record = BaselineFile(system=system, created=time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+                          sessions=uuids, policy=dataclasses.asdict(policy), variables=variables)
+    new_text = render_refs(ref_entries(variables), previous, system, uuids)
+    references.validate_text(new_text, str(ref_file))      # never write what ReFrame rejects
+    references.write_atomic(baseline_path(ref_dir, system),
+                            json.dumps(record.model_dump(), indent=1) + '\n')
+    references.write_atomic(ref_file, new_text)
+    return {'references': str(ref_file), 'baseline': str(baseline_path(ref_dir, system)),
+            'diff': references.diff(old_text, new_text, ref_file.name)}
+

@@ -1,0 +1,131 @@
+"""The one table of experiments and programs that everything else iterates over.
+
+The ReFrame configuration (``--mode seeds``), the build fixture (which programs must exist), the
+gate (which variables are key, and which way is worse), the report (which section shows what)
+and the tests all read these tables; none of them names a check or a program on its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: Languages a kernel can be written in, and the program-name suffix of each.
+LANGUAGES = {'c': 'c', 'fortran': 'f', 'java': 'java', 'python': 'py'}
+#: Languages built by the CMake project (``src/kernels``) or the ``commcheck-kernels`` package.
+COMPILED = ('c', 'fortran')
+
+#: Kernel -> languages it exists in: the one list of programs.
+KERNELS = {
+    'pingpong': ('c', 'fortran', 'java', 'python'),
+    'comms2': ('c', 'fortran', 'java', 'python'),
+    'dtype': ('c', 'fortran', 'java'),
+    'stencil': ('c', 'fortran'),
+    'stream': ('c',),
+    'fptr': ('fortran',),
+}
+
+
+def program(kernel: str, lang: str) -> str:
+    """The program of a kernel in a language: ``pingpong-c``, ``stencil-f``, ``dtype-java``."""
+    if lang not in KERNELS[kernel]:
+        raise KeyError(f'kernel {kernel} has no {lang} program')
+    return f'{kernel}-{LANGUAGES[lang]}'
+
+
+def compiled_programs(languages) -> tuple[str, ...]:
+    """Programs of the CMake project for the given languages, as the build installs them."""
+    return tuple(program(k, lang) for k, langs in KERNELS.items() for lang in langs
+                 if lang in COMPILED and lang in languages)
+
+
+# Directions of change: which way is a regression.
+LOWER_IS_BETTER, HIGHER_IS_BETTER = 'lower', 'higher'
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    check: str                      # ReFrame test class
+    title: str
+    kernels: tuple[str, ...]        # kernels it runs
+    seeds: tuple[str, ...]          # source documents (shared/seeds)
+    section: str                    # report section
+    #: Key variables: gated by the baseline and the gate by default, with their direction.
+    key_variables: tuple[tuple[str, str], ...] = ()
+    #: ``reframe --mode seeds``: the source documents' sizes and repetitions.
+    seed_mode: tuple[str, ...] = ()
+
+
+EXPERIMENTS = (
+    Experiment(
+        check='PingPong', title='Ping-pong latency and bandwidth', kernels=('pingpong',),
+        seeds=('000', '001', '004'), section='p2p',
+        key_variables=(('latency_8B', LOWER_IS_BETTER), ('latency_1024B', LOWER_IS_BETTER),
+                       ('bw_1048576B', HIGHER_IS_BETTER)),
+        seed_mode=('iters=2000',)),
+    Experiment(
+        check='OsuPt2Pt', title='OSU Micro-Benchmarks point-to-point', kernels=(),
+        seeds=(), section='p2p',
+        key_variables=(('latency_8B', LOWER_IS_BETTER), ('latency_1024B', LOWER_IS_BETTER),
+                       ('bw_1048576B', HIGHER_IS_BETTER), ('bibw_1048576B', HIGHER_IS_BETTER))),
+    Experiment(
+        check='ParkbenchComms', title='Parkbench COMMS1/COMMS2 Hockney fits',
+        kernels=('pingpong', 'comms2'), seeds=('003',), section='hockney',
+        key_variables=(('r_inf', HIGHER_IS_BETTER), ('t0', LOWER_IS_BETTER)),
+        seed_mode=('iters=2000',)),
+    Experiment(
+        check='DerivedDatatypes', title='Derived datatypes', kernels=('dtype',),
+        seeds=('003',), section='datatypes',
+        key_variables=(('slowdown', LOWER_IS_BETTER), ('r_inf', HIGHER_IS_BETTER)),
+        seed_mode=('sizes=8:1048576', 'iters=2000')),
+    Experiment(
+        check='Stencil', title='MPI-3 shared-memory stencil', kernels=('stencil', 'stream'),
+        seeds=('002',), section='stencil',
+        key_variables=(('time', LOWER_IS_BETTER), ('bw_fraction', HIGHER_IS_BETTER)),
+        seed_mode=('n=4800', 'steps=500', 'max_ranks=36')),
+    Experiment(
+        check='StencilSequential', title='Sequential stencil baseline', kernels=('stencil',),
+        seeds=('002',), section='stencil',
+        key_variables=(('time', LOWER_IS_BETTER),),
+        seed_mode=('n=4800', 'steps=500')),
+    Experiment(
+        check='FortranPointers', title='Fortran pointer study', kernels=('fptr',),
+        seeds=('002',), section='pointers',
+        key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER)),
+        seed_mode=('n=10000', 'steps=100')),
+)
+
+BY_CHECK = {e.check: e for e in EXPERIMENTS}
+
+
+def seed_mode_options() -> list[str]:
+    """``-S Check.var=value`` for every experiment: the ``seeds`` execution mode."""
+    return [arg for e in EXPERIMENTS for setting in e.seed_mode
+            for arg in ('-S', f'{e.check}.{setting}')]
+
+
+_HIGHER_UNITS = ('MB/s', 'GB/s', 'GLUP/s')
+_HIGHER_NAMES = ('bw', 'bibw', 'r_inf', 'speedup', 'efficiency', 'glups', 'bw_fraction',
+                 'stream_copy')
+
+
+def direction(check: str, variable: str, unit: str = '') -> str | None:
+    """Which way a change of ``variable`` is worse, or None for values without a direction
+    (counts, breakpoints, fit residuals): the experiment's declaration, else the unit."""
+    exp = BY_CHECK.get(check)
+    if exp:
+        for name, way in exp.key_variables:
+            if name == variable:
+                return way
+    base = variable.split('_')[0]
+    if unit in _HIGHER_UNITS or variable in _HIGHER_NAMES or base in _HIGHER_NAMES:
+        return HIGHER_IS_BETTER
+    if unit in ('us', 's') or base in ('latency', 'time', 't0'):
+        return LOWER_IS_BETTER
+    if variable == 'slowdown':
+        return LOWER_IS_BETTER
+    return None
+
+
+def key_variables(check: str) -> tuple[str, ...]:
+    exp = BY_CHECK.get(check)
+    return tuple(name for name, _ in exp.key_variables) if exp else ()

@@ -1,0 +1,129 @@
+"""One record per MPI flavour: everything commcheck knows about an MPI implementation.
+
+Discovery, the launcher, the Spack environments, the benchmark and the site-file validation all
+read these records and nothing else; adding a flavour is adding one :class:`Flavour`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavour:
+    name: str                       # the value of ``mpi.flavour`` in a site file
+    title: str                      # how people write it
+    spack_package: str              # Spack package providing ``mpi``
+    launcher: str                   # its launcher under <prefix>/bin
+    #: Debian installs several stacks under /usr: ``mpicc.<suffix>``, ``mpiexec.<suffix>``.
+    debian_suffix: str | None = None
+    debian_launcher: str | None = None
+    #: How to print the version: (command, relative to the C wrapper's folder, or absolute;
+    #: arguments; regex whose group 1 is the version).
+    version_probe: tuple[str, tuple[str, ...], str] | None = None
+    show_flag: str = '-show'        # the wrapper's "print the command line" flag
+    #: Environment variables choosing the wrappers' underlying compilers, per language, set
+    #: only for a compiler family other than the one the wrappers use by default.
+    compiler_env: dict = dataclasses.field(default_factory=dict)
+    wrapper_family: str = 'gnu'
+    #: Launcher options per declared binding (``core`` / ``none``), and to place ranks per node.
+    bind_options: dict = dataclasses.field(default_factory=dict)
+    per_node_options: tuple[str, ...] = ()    # ``{n}`` is the ranks per node
+    #: Options that let the launcher start more ranks than it sees cores (kept out of gating).
+    oversubscribe_options: tuple[str, ...] = ()
+    #: Settings the launcher needs to run as root, and ones every install needs to find itself
+    #: (``{prefix}`` is the stack's prefix; a relocated install may need more, in its ``env``).
+    root_env: tuple[tuple[str, str], ...] = ()
+    prefix_env: tuple[tuple[str, str], ...] = ()
+    srun_mpi: str = 'pmi2'          # ``srun --mpi=`` plugin under Slurm
+    netpipe: str | None = None      # Debian's NetPIPE program for this flavour
+    languages: tuple[str, ...] = ('c', 'fortran', 'python')  # what it can run
+    #: Not an MPI library behind C wrappers but a Java runtime of its own (MPJ Express).
+    java: bool = False
+
+    def probe_version(self, cc: str | None, launcher: str | None) -> str | None:
+        """The version of the stack behind ``cc``/``launcher``, or None if it cannot tell."""
+        if not self.version_probe:
+            return None
+        command, args, pattern = self.version_probe
+        if command == '{launcher}':
+            command = launcher or ''
+        elif not os.path.isabs(command) and cc:
+            command = os.path.join(os.path.dirname(cc), command)
+        try:
+            done = subprocess.run([command, *args], capture_output=True, text=True, timeout=30,
+                                  check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        match = re.search(pattern, done.stdout + done.stderr)
+        return match.group(1) if match else None
+
+    def launch_prefix(self, launcher: str, ranks: int, *, binding: str = 'none',
+                      per_node: int | None = None, oversubscribe: bool = False) -> list[str]:
+        """The command line that starts ``ranks`` ranks of a program with this stack."""
+        argv = [launcher, '-n', str(ranks)]
+        argv += list(self.bind_options.get('none' if oversubscribe else binding, ()))
+        if per_node:
+            argv += [o.format(n=per_node) for o in self.per_node_options]
+        if oversubscribe:
+            argv += list(self.oversubscribe_options)
+        return argv
+
+
+FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
+    Flavour(
+        name='mpich', title='MPICH', spack_package='mpich', launcher='mpiexec',
+        debian_suffix='mpich', debian_launcher='mpiexec.mpich',
+        version_probe=('mpichversion', (), r'Version:\s+(\S+)'),
+        compiler_env={'c': 'MPICH_CC', 'fortran': 'MPICH_FC'},
+        bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
+        per_node_options=('-ppn', '{n}'),
+        srun_mpi='pmi2', netpipe='NPmpich2'),
+    Flavour(
+        name='openmpi', title='Open MPI', spack_package='openmpi', launcher='mpirun',
+        debian_suffix='openmpi', debian_launcher='mpirun.openmpi',
+        version_probe=('{launcher}', ('--version',), r'\((?:Open MPI|OpenRTE)\)\s+(\S+)'),
+        show_flag='--showme',
+        compiler_env={'c': 'OMPI_CC', 'fortran': 'OMPI_FC'},
+        # overload-allowed: a job confined to fewer cores than ranks (a cpuset) still runs,
+        # and is measured and flagged, instead of refusing to start.
+        bind_options={'core': ('--bind-to', 'core:overload-allowed'),
+                      'none': ('--bind-to', 'none')},
+        per_node_options=('--map-by', 'ppr:{n}:node'),
+        oversubscribe_options=('--oversubscribe',),
+        root_env=(('OMPI_ALLOW_RUN_AS_ROOT', '1'), ('OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1')),
+        srun_mpi='pmix', netpipe='NPopenmpi'),
+    Flavour(
+        name='intel-mpi', title='Intel MPI', spack_package='intel-oneapi-mpi',
+        launcher='mpiexec',
+        version_probe=('{launcher}', ('-V',), r'Version (\d+\.\d+(?:\.\d+)?)'),
+        compiler_env={'c': 'I_MPI_CC', 'fortran': 'I_MPI_F90'},
+        bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
+        per_node_options=('-ppn', '{n}'),
+        prefix_env=(('I_MPI_ROOT', '{prefix}'), ('LD_LIBRARY_PATH', '{prefix}/lib')),
+        srun_mpi='pmi2'),
+    Flavour(
+        name='cray-mpich', title='Cray MPICH', spack_package='cray-mpich', launcher='srun',
+        compiler_env={},            # the PrgEnv module chooses the compiler behind cc/ftn
+        bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
+        per_node_options=('-ppn', '{n}'),
+        srun_mpi='cray_shasta'),
+    Flavour(
+        name='mpj-express', title='MPJ Express', spack_package='', launcher='starter.jar',
+        languages=('java',), java=True),
+)}
+
+
+class UnknownFlavour(ValueError):
+    pass
+
+
+def flavour(name: str) -> Flavour:
+    try:
+        return FLAVOURS[name]
+    except KeyError:
+        raise UnknownFlavour(f'unknown MPI flavour {name!r}; known: '
+                             f'{", ".join(sorted(FLAVOURS))}') from None

@@ -1,0 +1,176 @@
+"""``commcheck compare`` and ``commcheck history``: the gate's tables, JSON and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from commcheck import baseline, experiments, gate, history, paths, trend
+from commcheck.history import HistoryError
+
+EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED = 0, 1, 3
+import sys  # noqa: E402
+
+# A terminal's own width; in a CI log or a pipe, wide enough that rows stay one line.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
+
+
+def _keep(sample: history.Sample, everything: bool) -> bool:
+    if sample.oversubscribed:
+        return False
+    if everything:
+        return experiments.direction(sample.check, sample.variable, sample.unit) is not None
+    return sample.variable in experiments.key_variables(sample.check)
+
+
+def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
+    """Two environments of the same sessions, keyed alike: the upgrade question."""
+    label = f'{new} vs {old}'
+    base, now = {}, {}
+    for s in samples:
+        if s.environ not in (old, new):
+            continue
+        key = (s.system, s.partition, label, s.test, s.variable)
+        (base if s.environ == old else now).setdefault(key, []).append(s)
+    return base, now
+
+
+def _baseline_samples(args, judged, sessions) -> tuple[dict, str]:
+    if args.baseline_session:
+        chosen = history.select(sessions, uuids=args.baseline_session)
+        samples = [s for sess in chosen for s in sess.samples if _keep(s, args.all)]
+        return history.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
+    systems = sorted({s.system for s in judged})
+    ref_dir = Path(os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
+    out, names = {}, []
+    for system in systems:
+        path = args.baseline or baseline.baseline_path(ref_dir, system)
+        record = baseline.load(Path(path))
+        out.update(record.samples())
+        names.append(str(path))
+    return out, ', '.join(names)
+
+
+def _since(comp: gate.Comparison, sessions) -> dict | None:
+    """Where a regressed variable's shift started in the stored history, if found."""
+    points = trend.series(sessions).get(comp.key)
+    if not points:
+        return None
+    found = trend.detect(points, comp.key)
+    return found[-1].as_dict() if found else None
+
+
+def _num(value) -> str:
+    return '-' if value is None else f'{value:.4g}'
+
+
+def _table(comparisons, title: str) -> Table:
+    table = Table(title=title, show_lines=False, header_style='bold')
+    for col, justify in (('verdict', 'left'), ('environ', 'left'), ('test', 'left'),
+                         ('variable', 'left'), ('baseline', 'right'), ('now', 'right'),
+                         ('change', 'right'), ('95% CI', 'right'), ('n', 'right'),
+                         ('p adj', 'right'), ('what else changed', 'left')):
+        table.add_column(col, justify=justify, overflow='fold')
+    order = {v: i for i, v in enumerate(gate.VERDICTS)}
+    for c in sorted(comparisons, key=lambda c: (order[c.verdict], c.key)):
+        d = c.as_dict()
+        style = {'regressed': 'red', 'improved': 'green'}.get(c.verdict, '')
+        changes = '; '.join(f'{k} {a} -> {b}' for k, (a, b) in c.provenance_changes.items())
+        table.add_row(
+            f'[{style}]{c.verdict}[/{style}]' if style else c.verdict, d['environ'], d['test'],
+            f"{d['variable']} ({c.unit})",
+            _num(d['median_base']), _num(d['median_new']),
+            f"{d['change']:+.1%}" if d['change'] is not None else '-',
+            f"[{d['ci_low']:+.1%}, {d['ci_high']:+.1%}]" if d['ci_low'] is not None else '-',
+            f"{d['n_base']}/{d['n_new']}",
+            f"{d['p_adj']:.2g}" if d['p_adj'] is not None else '-',
+            c.note or changes)
+    return table
+
+
+def compare(args) -> int:
+    if bool(args.environ) != bool(args.against):
+        raise HistoryError('--environ OLD and --against NEW go together')
+    sessions = history.read_db(args.db or paths.RESULTS_DB, history.warn_stderr)
+    judged_sessions = history.select(sessions, uuids=args.session or (),
+                                     last=None if args.session else 1)
+    if not judged_sessions:
+        raise HistoryError(f'{args.db or paths.RESULTS_DB}: no stored session to judge')
+    judged = [s for sess in judged_sessions for s in sess.samples if _keep(s, args.all)]
+    label = ', '.join(s.uuid for s in judged_sessions)
+    if args.environ:
+        base, now = _env_pair(judged, args.environ, args.against)
+        if not now or not base:
+            found = sorted({s.environ for s in judged})
+            raise HistoryError(f'session(s) {label} have no key measurements of both '
+                               f'{args.environ} and {args.against} (environments: {found})')
+        against = f'{args.environ} in the same session(s)'
+    else:
+        now = history.group(judged)
+        base, against = _baseline_samples(args, judged, sessions)
+    settings = gate.Settings(min_effect=args.min_effect, alpha=args.alpha,
+                             min_samples=args.min_samples)
+    with console.status('comparing (Mann-Whitney U, bootstrap intervals)...'):
+        comparisons = gate.compare(base, now, settings)
+    counts = gate.counts(comparisons)
+    regressed = [c for c in comparisons if c.verdict == gate.REGRESSED]
+    since = {} if args.environ else {c.key: _since(c, sessions) for c in regressed}
+    console.print(_table(comparisons, f'commcheck compare: {label} against {against}'))
+    console.print('  '.join(f'{v}: {n}' for v, n in counts.items() if n))
+    console.print(f'Flagged when Benjamini-Hochberg adjusted p < {settings.alpha} over '
+                  f'{sum(c.p_adj is not None for c in comparisons)} variables and the median '
+                  f'moved by more than {settings.min_effect:.0%} the worse way.')
+    out = args.json or paths.REPORTS_DIR / 'gate' / f'{judged_sessions[-1].uuid}.json'
+    record = {'sessions': [s.uuid for s in judged_sessions], 'against': against,
+              'settings': vars(settings), 'counts': counts,
+              'comparisons': [{**c.as_dict(), 'since': since.get(c.key)} for c in comparisons]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1, default=str) + '\n')
+    console.print(f'commcheck: wrote {out}')
+    if regressed:
+        return EXIT_REGRESSED
+    decided = counts[gate.UNCHANGED] + counts[gate.IMPROVED]
+    return EXIT_OK if decided else EXIT_UNDECIDED
+
+
+def history_cmd(args) -> int:
+    sessions = history.read_db(args.db or paths.RESULTS_DB, history.warn_stderr)
+    sessions = history.select(sessions, uuids=args.session or (), last=args.last,
+                              since=args.since, until=args.until)
+    pattern = re.compile(args.match) if args.match else None
+    keys = {s.key for sess in sessions for s in sess.samples if _keep(s, args.all)
+            and (pattern is None or pattern.search(f'{s.environ} {s.test} {s.variable}'))}
+    with console.status('searching change points...'):
+        series, points = trend.history(sessions, keys)
+    table = Table(title=f'commcheck history: {len(sessions)} sessions, {len(series)} variables',
+                  header_style='bold')
+    for col in ('variable', 'sessions', 'first', 'latest', 'change points'):
+        table.add_column(col, overflow='fold')
+    by_key: dict = {}
+    for cp in points:
+        by_key.setdefault(cp.key, []).append(cp)
+    for key, pts in sorted(series.items()):
+        cps = '; '.join(
+            f"{cp.change:+.0%} from {cp.session[:8]} ({cp.when[:16]})"
+            + (f": {', '.join(f'{k} {a} -> {b}' for k, (a, b) in cp.provenance_changes.items())}"
+               if cp.provenance_changes else '')
+            for cp in by_key.get(key, []))
+        table.add_row(history.key_label(key), str(len(pts)), f'{pts[0].value:.4g}',
+                      f'{pts[-1].value:.4g}', cps or '-')
+    console.print(table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            'sessions': [s.uuid for s in sessions],
+            'series': [{'key': list(k), 'points': [{'session': p.session, 'when': p.when,
+                                                     'value': p.value} for p in pts]}
+                       for k, pts in sorted(series.items())],
+            'change_points': [cp.as_dict() for cp in points]}, indent=1) + '\n')
+        console.print(f'commcheck: wrote {args.json}')
+    return EXIT_OK
+

@@ -1,0 +1,269 @@
+"""Reading back what was recorded: ReFrame's results database, run reports and perflogs.
+
+Every reader validates what it reads. A file that cannot be read at all raises
+:class:`HistoryError` (one line naming the file and the problem); a damaged part of a file that
+is otherwise usable (one session, one test case, one perflog line) is skipped with a warning
+naming where it is, and the rest is returned. Nothing here writes.
+
+A *sample* is one performance value of one launch: one test case of one session (``--repeat N``
+makes N launches of each test in one session).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+Warn = Callable[[str], None]
+REPEAT = re.compile(r'\s*%\.repeat_no=\d+')
+
+
+class HistoryError(Exception):
+    """Recorded data that cannot be read; the message names the file and the problem."""
+
+
+def warn_stderr(message: str) -> None:
+    print(f'WARNING: {message}', file=sys.stderr)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    session: str                # session uuid ('' for perflog samples)
+    time: float                 # job completion, unix seconds
+    system: str
+    partition: str
+    environ: str
+    test: str                   # display name without the repeat number
+    variable: str
+    value: float
+    unit: str
+    result: str                 # the test case's result: pass, fail
+    oversubscribed: bool = False
+    provenance: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def check(self) -> str:
+        return self.test.split()[0]
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.system, self.partition, self.environ, self.test, self.variable)
+
+    @property
+    def prov(self) -> dict[str, str]:
+        return dict(self.provenance)
+
+
+@dataclasses.dataclass
+class Session:
+    uuid: str
+    time_start: float
+    info: dict
+    cases: list[dict]           # the last attempt of each test case, as ReFrame recorded it
+    samples: list[Sample]
+
+    @property
+    def when(self) -> str:
+        return str(self.info.get('time_start', ''))
+
+
+def key_label(key: tuple) -> str:
+    system, partition, environ, test, variable = key
+    return f'{system}:{partition} {environ} {test} {variable}'
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]:
+    perf = case.get('perfvalues') or {}
+    if not isinstance(perf, dict):
+        warn(f'{where}: perfvalues of {case.get("display_name")!r} is not a mapping; skipped')
+        return []
+    prov = case.get('provenance')
+    prov = prov if isinstance(prov, dict) else {}
+    prov = {**{k: str(v) for k, v in prov.items()}, 'nodelist': ','.join(
+        str(n) for n in case.get('job_nodelist') or [])}
+    out = []
+    for name, entry in perf.items():
+        if not (isinstance(entry, list) and len(entry) >= 5 and _finite(entry[0])):
+            warn(f'{where}: {case.get("display_name")} {name}: not a finite performance value '
+                 f'({entry!r}); skipped')
+            continue
+        out.append(Sample(
+            session=uuid, time=float(case.get('job_completion_time_unix') or 0.0),
+            system=str(case.get('system') or ''), partition=str(case.get('partition') or ''),
+            environ=str(case.get('environ') or ''),
+            test=REPEAT.sub('', str(case.get('display_name'))), variable=name.split(':')[-1],
+            value=float(entry[0]), unit=str(entry[4] or ''), result=str(case.get('result')),
+            oversubscribed=bool(case.get('oversubscribed')),
+            provenance=tuple(sorted(prov.items()))))
+    return out
+
+
+def session_from_report(report, where: str, warn: Warn = warn_stderr) -> Session:
+    """A :class:`Session` from a decoded ReFrame run report; raises HistoryError if it is not
+    one, skips (with a warning) test cases that are malformed."""
+    if not isinstance(report, dict):
+        raise HistoryError(f'{where}: not a ReFrame run report (a {type(report).__name__})')
+    info, runs = report.get('session_info'), report.get('runs')
+    if not isinstance(info, dict) or not isinstance(runs, list):
+        raise HistoryError(f'{where}: not a ReFrame run report (no session_info/runs)')
+    uuid = str(info.get('uuid') or '')
+    start = info.get('time_start_unix')
+    last: dict[tuple, dict] = {}
+    for run in runs:
+        cases = run.get('testcases') if isinstance(run, dict) else None
+        if not isinstance(cases, list):
+            warn(f'{where}: a run without a test case list; skipped')
+            continue
+        for case in cases:
+            if not (isinstance(case, dict) and isinstance(case.get('display_name'), str)):
+                warn(f'{where}: a malformed test case; skipped')
+                continue
+            last[(case.get('unique_name') or case['display_name'], case.get('system'),
+                  case.get('partition'), case.get('environ'))] = case
+    samples = [s for case in last.values() if not case.get('fixture')
+               for s in _case_samples(case, uuid, where, warn)]
+    return Session(uuid=uuid, time_start=float(start) if _finite(start) else 0.0, info=info,
+                   cases=list(last.values()), samples=samples)
+
+
+def read_run_report(path: str | Path, warn: Warn = warn_stderr) -> Session:
+    path = Path(path)
+    try:
+        report = json.loads(path.read_text(encoding='utf-8'))
+    except FileNotFoundError:
+        raise HistoryError(f'{path}: no such run report') from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise HistoryError(f'{path}: not a readable ReFrame run report ({err})') from None
+    return session_from_report(report, str(path), warn)
+
+
+def read_db(path: str | Path, warn: Warn = warn_stderr) -> list[Session]:
+    """Every session of a ReFrame results database, oldest first. Opened read-only."""
+    path = Path(path)
+    if not path.exists():
+        raise HistoryError(f'{path}: no results database (run the suite first)')
+    try:
+        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        try:
+            rows = conn.execute('SELECT uuid, session_start_unix, json_blob FROM sessions '
+                                'ORDER BY session_start_unix').fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        raise HistoryError(f'{path}: not a readable ReFrame results database ({err})') from None
+    sessions = []
+    for uuid, _, blob in rows:
+        where = f'{path} session {uuid}'
+        try:
+            sessions.append(session_from_report(json.loads(blob), where, warn))
+        except (TypeError, ValueError, HistoryError) as err:
+            warn(f'{where}: unreadable ({err}); skipped')
+    return sessions
+
+
+def select(sessions: list[Session], *, uuids: Iterable[str] = (), last: int | None = None,
+           since: float | None = None, until: float | None = None) -> list[Session]:
+    """Sessions by uuid (prefixes allowed), or the last N, or a time range."""
+    chosen = sessions
+    wanted = list(uuids)
+    if wanted:
+        picked = []
+        for want in wanted:
+            found = [s for s in sessions if s.uuid.startswith(want)]
+            if not found:
+                raise HistoryError(f'no stored session {want!r} '
+                                   f'(`reframe --list-stored-sessions` lists them)')
+            if len(found) > 1:
+                raise HistoryError(f'session {want!r} is ambiguous: '
+                                   f'{", ".join(s.uuid for s in found)}')
+            picked.append(found[0])
+        chosen = picked
+    if since is not None:
+        chosen = [s for s in chosen if s.time_start >= since]
+    if until is not None:
+        chosen = [s for s in chosen if s.time_start <= until]
+    if last is not None:
+        chosen = chosen[-last:] if last > 0 else []
+    return chosen
+
+
+PERFLOG_NAMES = ('*.log', '*.log.h[0-9]*', '*.log.damaged-*')
+
+
+def perflog_files(root: str | Path) -> list[Path]:
+    """Perflogs under ``root``, with ReFrame's rotated files (``.h0``...) and files set aside
+    as damaged (``.damaged-<time>``): history reads them all."""
+    root = Path(root)
+    found = {p for pattern in PERFLOG_NAMES for p in root.rglob(pattern) if p.is_file()}
+    return sorted(found)
+
+
+def read_perflog(path: str | Path, warn: Warn = warn_stderr) -> list[Sample]:
+    """Samples of one perflog written with commcheck's format (one line per variable).
+    Undecodable bytes and malformed lines are skipped with a warning naming the line."""
+    from datetime import datetime
+
+    from commcheck.rfmconfig import PERFLOG_FIELDS
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise HistoryError(f'{path}: cannot read perflog ({err})') from None
+    fields = [f.removeprefix('check_') for f in PERFLOG_FIELDS]
+    lines = raw.split(b'\n')
+    header = lines[0].decode('utf-8', errors='replace').strip() if lines else ''
+    if header.split('|') != fields:
+        warn(f'{path}:1: not a commcheck perflog header; file skipped')
+        return []
+    out = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode('utf-8')
+        except UnicodeDecodeError:
+            warn(f'{path}:{number}: undecodable bytes; line skipped')
+            continue
+        parts = text.split('|')
+        if len(parts) != len(fields):
+            warn(f'{path}:{number}: {len(parts)} fields, expected {len(fields)}; line skipped')
+            continue
+        row = dict(zip(fields, parts))
+        try:
+            value = float(row['perf_value'])
+            when = datetime.fromisoformat(row['job_completion_time']).timestamp()
+        except ValueError:
+            warn(f'{path}:{number}: value or time unreadable; line skipped')
+            continue
+        if not math.isfinite(value):
+            warn(f'{path}:{number}: value {value} is not finite; line skipped')
+            continue
+        out.append(Sample(
+            session='', time=when, system=row['system'], partition=row['partition'],
+            environ=row['environ'], test=REPEAT.sub('', row['display_name']),
+            variable=row['perf_var'], value=value, unit=row['perf_unit'], result=row['result'],
+            oversubscribed=row['reference_status'].startswith('oversubscribed'),
+            provenance=(('binding', row['binding']), ('placement', row['placement']),
+                        ('nodelist', row['job_nodelist']))))
+    return out
+
+
+def read_perflogs(root: str | Path, warn: Warn = warn_stderr) -> list[Sample]:
+    return [s for path in perflog_files(root) for s in read_perflog(path, warn)]
+
+
+def group(samples: Iterable[Sample]) -> dict[tuple, list[Sample]]:
+    out: dict[tuple, list[Sample]] = {}
+    for s in samples:
+        out.setdefault(s.key, []).append(s)
+    return out

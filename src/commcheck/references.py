@@ -1,0 +1,157 @@
+"""Reference files (ReFrame 4.10 ``$ref`` YAML): validated before ReFrame sees them, and
+written atomically by ``commcheck baseline``.
+
+A file maps a check's class name to a mapping indexed by ``$index`` (usually
+``[$partition, $environ]``); the leaves map a performance variable to
+``[value, lower, upper, unit]`` with ``lower``/``upper`` fractions of ``value`` (``null``:
+unbounded). :func:`problem` says, in one line with the file and line, what is wrong.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import yaml
+
+SPECIAL_INDEX = ('$system', '$partition', '$environ')
+
+
+class ReferenceFileError(ValueError):
+    pass
+
+
+def _lines(node, path=(), out=None):
+    out = {} if out is None else out
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _lines(value, path + (str(key.value),), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _lines(item, path + (index,), out)
+    return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _leaf_problem(value) -> str | None:
+    if not isinstance(value, list) or len(value) not in (3, 4):
+        return 'must be a list [value, lower, upper, unit]'
+    if value and value[0] == '$xfail':
+        return None
+    ref, lower, upper = value[:3]
+    if not _number(ref):
+        return f'value {ref!r} is not a number'
+    if lower is not None and not (_number(lower) and -1 <= lower <= 0):
+        return f'lower threshold {lower!r} must be a number in [-1, 0] or null'
+    if upper is not None and not (_number(upper) and upper >= 0):
+        return f'upper threshold {upper!r} must be a number >= 0 or null'
+    if len(value) == 4 and not isinstance(value[3], str):
+        return f'unit {value[3]!r} must be a string'
+    return None
+
+
+def _walk(data, depth: int, path: tuple):
+    """Yields (path, problem) for every level below a check's ``$index``."""
+    if depth == 0:
+        if not isinstance(data, dict):
+            yield path, 'must map performance variables to [value, lower, upper, unit]'
+            return
+        for var, leaf in data.items():
+            problem = _leaf_problem(leaf)
+            if problem:
+                yield path + (str(var),), problem
+        return
+    if not isinstance(data, dict):
+        yield path, f'must be a mapping ({depth} more index level(s) expected)'
+        return
+    for key, value in data.items():
+        yield from _walk(value, depth - 1, path + (str(key),))
+
+
+def yaml_error(err: yaml.YAMLError, source: str) -> str:
+    """One line for a YAML error: the file, the line if known, what is wrong."""
+    mark = getattr(err, 'problem_mark', None)
+    where = f'{source}:{mark.line + 1}' if mark else source
+    problem = (getattr(err, 'problem', None) or getattr(err, 'reason', None)
+               or str(err).splitlines()[0])
+    return f'{where}: not valid YAML: {" ".join(str(problem).split())}'
+
+
+def validate_text(text: str, source: str) -> None:
+    """Raises :class:`ReferenceFileError` naming ``source``, the line and the key."""
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ReferenceFileError(yaml_error(err, source)) from None
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise ReferenceFileError(f'{source}: the top level must map check names to '
+                                 f'references, got a {type(data).__name__}')
+    lines = _lines(node)
+    for check, entry in data.items():
+        where = f'{source}:{lines.get((str(check),), "?")}'
+        if not isinstance(entry, dict):
+            raise ReferenceFileError(f'{where}: {check}: must be a mapping with $index')
+        index = entry.get('$index')
+        if index is None:
+            depth = 1
+        elif (not isinstance(index, list) or not index or
+              not all(isinstance(i, str) and i for i in index)):
+            raise ReferenceFileError(f'{where}: {check}.$index must be a list of names such '
+                                     f'as [$partition, $environ]')
+        else:
+            depth = len(index)
+        body = {k: v for k, v in entry.items() if k != '$index'}
+        for path, problem in _walk(body, depth, (str(check),)):
+            line = lines.get(path) or lines.get(path[:-1], '?')
+            raise ReferenceFileError(f'{source}:{line}: {".".join(path)}: {problem}')
+
+
+def problem(path: str | os.PathLike) -> str | None:
+    """None if the reference file is usable, else one line saying what is wrong."""
+    try:
+        text = Path(path).read_text(encoding='utf-8')
+    except (OSError, UnicodeDecodeError) as err:
+        return f'{path}: cannot read: {err}'
+    try:
+        validate_text(text, str(path))
+    except ReferenceFileError as err:
+        return str(err)
+    return None
+
+
+def write_atomic(path: Path, text: str) -> Path | None:
+    """Write ``text`` to ``path`` through a temporary file and a rename; the previous file
+    is kept beside it as ``<name>.prev`` (returned), so nothing recorded is lost."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    previous = None
+    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            previous = path.with_name(path.name + '.prev')
+            shutil.copy2(path, previous)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return previous
+
+
+def diff(old: str, new: str, name: str) -> str:
+    return ''.join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        f'{name} (before)', f'{name} (after)'))

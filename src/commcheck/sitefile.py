@@ -1,0 +1,149 @@
+"""Site files: a site declared in YAML (``config/sites/<name>.yaml``), validated, and back.
+
+``load(path)`` returns a :class:`commcheck.site.Site` or raises :class:`SiteError` with one
+line naming the file, the line and key path, and what to do. ``dump(site)`` writes a site in
+the same syntax (``commcheck site show``), so a site can start from the discovered one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from commcheck import paths
+from commcheck.references import yaml_error
+from commcheck.site import Site, SiteError
+
+SITES_DIR = paths.CONFIG_DIR / 'sites'
+
+
+def _positions(node, path=(), out=None) -> dict[tuple, int]:
+    """Key path -> 1-based line of a composed YAML node tree."""
+    out = {} if out is None else out
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            out[path + (key.value,)] = key.start_mark.line + 1
+            _positions(value, path + (key.value,), out)
+            out[path + (key.value,)] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _positions(item, path + (index,), out)
+    return out
+
+
+def _line(positions: dict, loc: tuple) -> int | None:
+    for cut in range(len(loc), -1, -1):
+        if tuple(loc[:cut]) in positions:
+            return positions[tuple(loc[:cut])]
+    return None
+
+
+def _key_path(loc: tuple) -> str:
+    text = ''
+    for part in loc:
+        text += f'[{part}]' if isinstance(part, int) else (f'.{part}' if text else str(part))
+    return text or '(top level)'
+
+
+def _known_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The keys allowed at ``loc`` (for an unknown-key message)."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            break
+        inner = field.annotation
+        for arg in getattr(inner, '__args__', ()) or ():
+            for sub in (arg, *getattr(arg, '__args__', ())):
+                if isinstance(sub, type) and issubclass(sub, BaseModel):
+                    inner = sub
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            model = inner
+    return sorted(model.model_fields)
+
+
+def describe(err: ValidationError, positions: dict, source: str) -> str:
+    errors = err.errors()
+    first = errors[0]
+    loc = tuple(first['loc'])
+    line = _line(positions, loc)
+    where = f'{source}:{line}' if line else source
+    if first['type'] == 'extra_forbidden':
+        known = ', '.join(_known_keys(Site, loc[:-1]))
+        what = f'unknown key {loc[-1]!r} (allowed here: {known})'
+        loc = loc[:-1]
+    elif first['type'] == 'missing':
+        what = f'missing required key {loc[-1]!r}'
+        loc = loc[:-1]
+    else:
+        what = first['msg'].removeprefix('Value error, ')
+    more = f' (and {len(errors) - 1} more problems)' if len(errors) > 1 else ''
+    return f'{where}: {_key_path(loc)}: {what}{more}'.replace('\n', '\\n')
+
+
+def parse(text: str, source: str) -> Site:
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise SiteError(yaml_error(err, source)) from None
+    if not isinstance(data, dict):
+        raise SiteError(f'{source}: a site file is a mapping (site name, partitions, stacks), '
+                        f'got {type(data).__name__}')
+    try:
+        return Site.model_validate(data)
+    except ValidationError as err:
+        raise SiteError(describe(err, _positions(node), source)) from None
+
+
+def load(path: str | Path) -> Site:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding='utf-8')
+    except (OSError, UnicodeDecodeError) as err:
+        raise SiteError(f'{path}: cannot read site file: {err}') from None
+    return parse(text, str(path))
+
+
+def site_file(name: str) -> Path:
+    """A site name (``config/sites/<name>.yaml``) or a path to a site file."""
+    candidate = Path(name)
+    if candidate.suffix in ('.yaml', '.yml') or '/' in name:
+        if not candidate.exists():
+            raise SiteError(f'{name}: no such site file')
+        return candidate
+    path = SITES_DIR / f'{name}.yaml'
+    if not path.exists():
+        known = sorted(p.stem for p in SITES_DIR.glob('*.yaml'))
+        raise SiteError(f'no site {name!r}: no {path.relative_to(paths.REPO_ROOT)} '
+                        f'(sites: local, {", ".join(known)})')
+    return path
+
+
+def load_named(name: str) -> Site:
+    if name == 'local':
+        from commcheck.discover import local_site
+        return local_site()
+    return load(site_file(name))
+
+
+def _prune(value):
+    """Drop empty mappings and lists: what is not declared is not shown."""
+    if isinstance(value, dict):
+        pruned = {k: _prune(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in ({}, [], ())}
+    if isinstance(value, list):
+        return [_prune(v) for v in value]
+    return value
+
+
+def dump(site: Site) -> str:
+    """The site in site-file syntax: what was declared or discovered, defaults left out."""
+    data = _prune(site.model_dump(mode='json', exclude_none=True))
+    header = (f'# commcheck site file (config/sites/<name>.yaml): {site.description}\n'
+              '# Keys: see config/sites/README.md. Validate with `commcheck site check FILE`.\n')
+    return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)

@@ -1,0 +1,114 @@
+"""``commcheck history``: where did a shift start, and what changed with it?
+
+Per variable, the stored sessions form a series (the median of each session's launches). Change
+points are searched with ``ruptures`` (PELT, least squares on the log of the values scaled by a
+robust noise estimate, BIC-like penalty); each candidate is then kept only if it is real and
+large by the gate's own rules: the launches after it differ from the launches before it by a
+Mann-Whitney U test (p < alpha) and by more than ``min_effect`` in median. A kept change point
+names the session where the shift started, its size, and the provenance fields that changed
+there (e.g. ``mpi_version 4.1.4 -> 5.0.11``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+
+import numpy as np
+import ruptures
+from scipy import stats
+
+from commcheck import experiments
+from commcheck.gate import Settings, provenance_changes
+from commcheck.history import Sample, Session
+
+
+@dataclasses.dataclass
+class Point:
+    session: str
+    when: str
+    samples: list[Sample]
+
+    @property
+    def value(self) -> float:
+        return statistics.median(s.value for s in self.samples)
+
+
+@dataclasses.dataclass
+class ChangePoint:
+    key: tuple
+    at: int                     # index of the first session after the shift
+    session: str
+    when: str
+    before: float
+    after: float
+    p: float
+    worse: bool | None
+    provenance_changes: dict
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1
+
+    def as_dict(self) -> dict:
+        return {'key': list(self.key), 'session': self.session, 'when': self.when,
+                'before': self.before, 'after': self.after, 'change': self.change,
+                'p': self.p, 'worse': self.worse,
+                'provenance_changes': {k: list(v) for k, v in self.provenance_changes.items()}}
+
+
+def series(sessions: list[Session]) -> dict[tuple, list[Point]]:
+    """Per variable, one point per session that measured it (oversubscribed runs left out)."""
+    out: dict[tuple, list[Point]] = {}
+    for sess in sessions:
+        mine: dict[tuple, list[Sample]] = {}
+        for s in sess.samples:
+            if not s.oversubscribed and s.value > 0:
+                mine.setdefault(s.key, []).append(s)
+        for key, samples in mine.items():
+            out.setdefault(key, []).append(Point(sess.uuid, sess.when, samples))
+    return out
+
+
+def _candidates(values: list[float]) -> list[int]:
+    signal = np.log(np.asarray(values, float))
+    diffs = np.diff(signal)
+    noise = 1.4826 * np.median(np.abs(diffs - np.median(diffs))) / math.sqrt(2) if len(diffs) else 0
+    scale = noise if noise > 1e-12 else (np.std(signal) or 1.0)
+    algo = ruptures.Pelt(model='l2', min_size=1, jump=1).fit((signal / scale).reshape(-1, 1))
+    return [b for b in algo.predict(pen=3 * math.log(len(values))) if b < len(values)]
+
+
+def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
+           min_points: int = 4) -> list[ChangePoint]:
+    if len(points) < min_points:
+        return []
+    found, start = [], 0
+    bounds = _candidates([p.value for p in points]) + [len(points)]
+    for cut, end in zip(bounds, bounds[1:]):
+        before = [s for p in points[start:cut] for s in p.samples]
+        after = [s for p in points[cut:end] for s in p.samples]
+        b_med = statistics.median(s.value for s in before)
+        a_med = statistics.median(s.value for s in after)
+        ratio = a_med / b_med
+        p = float(stats.mannwhitneyu([s.value for s in after], [s.value for s in before],
+                                     alternative='two-sided').pvalue)
+        if p < settings.alpha and abs(math.log(ratio)) > math.log(1 + settings.min_effect):
+            direction = experiments.direction(key[3].split()[0], key[4], before[0].unit)
+            worse = None if direction is None else (
+                ratio > 1 if direction == experiments.LOWER_IS_BETTER else ratio < 1)
+            found.append(ChangePoint(
+                key=key, at=cut, session=points[cut].session, when=points[cut].when,
+                before=b_med, after=a_med, p=p, worse=worse,
+                provenance_changes=provenance_changes(points[cut - 1].samples,
+                                                      points[cut].samples)))
+            start = cut
+    return found
+
+
+def history(sessions: list[Session], keys=None, settings: Settings = Settings()):
+    """(series, change points) for every variable, or those in ``keys``."""
+    all_series = series(sessions)
+    chosen = {k: v for k, v in all_series.items() if keys is None or k in keys}
+    return chosen, [cp for key, pts in sorted(chosen.items()) for cp in detect(pts, key, settings)]
