@@ -10,7 +10,7 @@ Seed sweep: ``-S ParkbenchComms.iters=2000`` (sizes 1 B to 1 MiB are the default
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from commcheck import hockney
+from commcheck import experiments, hockney
 from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import computed_variables, data_records, kernel_passed
 
@@ -34,6 +34,7 @@ def fit_values(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
 class ParkbenchComms(TwoRankSweep):
     descr = 'Parkbench COMMS1/COMMS2: Hockney r_inf, n_1/2 and startup per stack'
     benchmark = parameter(list(KERNELS))
+    lang = parameter(experiments.KERNELS['comms2'])
     iters = 200
     warmup = 20
     breakpoint_bytes = variable(int, type(None), value=None)
@@ -45,8 +46,7 @@ class ParkbenchComms(TwoRankSweep):
 
     @run_before('run')
     def set_program(self):
-        self.executable = self.program(KERNELS[self.benchmark][0])
-        self.executable_opts = self.sweep_options()
+        self.use_kernel(KERNELS[self.benchmark][0], self.sweep_options())
 
     @sanity_function
     def validated(self):

@@ -16,13 +16,14 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from commcheck import hockney, records
+from commcheck import experiments, hockney, records
 from commcheck import osu
 from commcheck.rfm.build import osu_program
 from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import computed_variables, run_passed
 
 MODES = ['stride', 'loop', 'pack', 'subarray']
+JAVA_MODES = ('stride', 'loop')
 STRIDES = {'byte': 64, 'double': 8}
 # element -> (OSU datatype, OSU elements per ours): OSU's vector types know no double
 OSU_TYPES = {'byte': ('mpi_char', 1), 'double': ('mpi_float', 2)}
@@ -31,6 +32,7 @@ OSU_TYPES = {'byte': ('mpi_char', 1), 'double': ('mpi_float', 2)}
 @rfm.simple_test
 class DerivedDatatypes(TwoRankSweep):
     descr = 'Derived-datatype ping-pong: r_inf and startup per mode, vs contiguous'
+    lang = parameter(experiments.KERNELS['dtype'])
     element = parameter(['byte', 'double'])
     mode = parameter(MODES)
     stride = variable(int, type(None), value=None)     # None: seed 003's (64 bytes, 8 doubles)
@@ -46,16 +48,21 @@ class DerivedDatatypes(TwoRankSweep):
         return ['--type', self.element, '--stride', str(stride), '--blocklen', str(self.blocklen),
                 '--send-mode', mode, '--recv-mode', mode, *self.sweep_options()]
 
+    @run_after('init')
+    def modes_of_the_language(self):
+        self.skip_if(self.lang == 'java' and self.mode not in JAVA_MODES,
+                     f'mpiJava 1.2 has no {self.mode} (MPI_Pack / subarray types): the Java '
+                     f'kernel runs {", ".join(JAVA_MODES)}')
+
     @run_after('setup')
     def need_a_sweep(self):
         self.require_fit_sizes()
 
     @run_before('run')
     def set_program(self):
-        self.executable = self.program('dtype')
-        self.prerun_cmds = [' '.join([self.launcher_command(), self.executable,
+        command = self.use_kernel('dtype', self._options(self.mode))
+        self.prerun_cmds = [' '.join([self.launcher_command(), command,
                                       *self._options('contig')])]
-        self.executable_opts = self._options(self.mode)
         self.osu_path = (osu_program(self.current_environ.extras, 'osu_latency')
                          if self.mode == 'stride' else None)
         if self.osu_path:

@@ -7,21 +7,23 @@ Seed 001's grid: ``-S PingPong.sizes=8,64,512,4096,32768,262144,1048576 -S PingP
 """
 
 import reframe as rfm
-from reframe.core.builtins import run_before, sanity_function
+from reframe.core.builtins import parameter, run_before, sanity_function
+
+from commcheck import experiments
 
 from commcheck.rfm.p2p import TwoRankSweep
-from commcheck.rfm.perf import kernel_passed, sweep_variables
+from commcheck.rfm.perf import first_message, kernel_passed, sweep_variables
 
 
 @rfm.simple_test
 class PingPong(TwoRankSweep):
     descr = 'MPI ping-pong: one-way latency and bandwidth per message size'
+    lang = parameter(experiments.KERNELS['pingpong'])
     tags = {'p2p', 'seed000', 'seed001'}
 
     @run_before('run')
     def set_program(self):
-        self.executable = self.program('pingpong')
-        self.executable_opts = self.sweep_options()
+        self.use_kernel('pingpong', self.sweep_options())
 
     @sanity_function
     def validated(self):
@@ -32,4 +34,5 @@ class PingPong(TwoRankSweep):
         if self.is_dry_run():
             return
         self.perf_variables = {**sweep_variables(self, 'oneway_us', 'latency', 'us'),
-                               **sweep_variables(self, 'bw_MBps', 'bw', 'MB/s')}
+                               **sweep_variables(self, 'bw_MBps', 'bw', 'MB/s'),
+                               **first_message(self)}

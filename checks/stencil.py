@@ -10,6 +10,8 @@ Defaults fit a login node; seed 002's sizes: ``--mode seeds`` (4800 x 4800, 500 
 """
 
 import math
+import os
+import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -23,12 +25,45 @@ from commcheck.rfm.perf import computed_variables, kernel_run, perf_record
 GRID_N = 1920      # 59 MB of grids, beyond the caches: bw_fraction then means something
 STEPS = 50
 HEAT_RTOL = 1e-12
-STREAM_DOUBLES = 4_000_000      # per rank: 96 MB of arrays, well beyond any cache
 STREAM_REPS = 5
+
+
+#: The last-level cache of the node the job runs on, printed by the job itself.
+LLC_PROBE = ('echo "LLC bytes=$(cat /sys/devices/system/cpu/cpu0/cache/index3/size '
+             '2>/dev/null || echo 0)"')
+LLC = re.compile(r'^LLC bytes=(\d+)([KMG]?)', re.MULTILINE)
 
 
 def stencil_result(check) -> dict:
     return kernel_run(check, 'stencil')['RESULT'][0]
+
+
+def stencil_verified(check, verify: str | None) -> None:
+    """The kernel compared every cell with its independent reference and said PASS; with
+    ``verify='no'`` chosen explicitly, it must say ``verified=0`` instead (and no PASS)."""
+    run = kernel_run(check, 'stencil')
+    result = run['RESULT'][0] if run['RESULT'] else {}
+    if verify == 'no':
+        sn.evaluate(sn.assert_eq(result.get('verified'), 0,
+                                 msg='--verify no, but the kernel reports verified={0}'))
+        return
+    sn.evaluate(sn.assert_true(run['PASS'] and result.get('verified') == 1,
+                               msg='stencil did not verify its result (see the stderr ERROR '
+                                   'line: the first cell that differs)'))
+
+
+def describe_bound(check, grid_bytes: int) -> str:
+    """Which level of the memory hierarchy the stencil and its STREAM bound ran from."""
+    with open(os.path.join(check.stagedir, str(check.stdout)), errors='replace') as fp:
+        match = LLC.search(fp.read())
+    llc = 0
+    if match:
+        llc = int(match.group(1)) * {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}[
+            match.group(2)]
+    level = ('unknown cache size' if not llc else
+             'in the last-level cache' if grid_bytes <= llc else 'from memory')
+    return (f'STREAM copy over the same working set: {grid_bytes / 1e6:.0f} MB of grids, '
+            f'last-level cache {llc / (1 << 20):.0f} MiB: {level}')
 
 
 class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
@@ -42,9 +77,6 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
     num_tasks = 1
     kernels = fixture(KernelsBuild, scope='environment')
 
-    @run_after('init')
-    def select_environments(self):
-        self.valid_prog_environs = [f'+{self.lang}']
 
     @run_before('run')
     def set_program(self):
@@ -53,7 +85,8 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
 
     @sanity_function
     def validated(self):
-        return sn.assert_found(r'^PASS ', self.stdout, msg='sequential stencil did not verify')
+        stencil_verified(self, None)
+        return True
 
     @run_before('performance')
     def set_perf_variables(self):
@@ -72,7 +105,11 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     max_ranks = variable(int, value=9)
     n = variable(int, value=GRID_N)
     steps = variable(int, value=STEPS)
-    verify = variable(str, type(None), value=None)     # None: the kernel's own default
+    #: ``no`` runs without the every-cell comparison (only total heat and checksum are then
+    #: compared with the sequential run): an explicit choice, never a silent default.
+    verify = variable(str, type(None), value=None)
+    #: Which level of the memory hierarchy ``bw_fraction``'s bound (STREAM) was measured at.
+    bound = variable(str, value='')
     seq = fixture(StencilSequential, scope='environment', action='fork')
     # Held directly, not only through `seq`: ReFrame cleans a fixture's stage once all of its
     # own dependents are done, and the programs live there.
@@ -89,6 +126,25 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     def place_on_one_node(self):
         self.num_tasks = self.ranks
         self.num_tasks_per_node = self.ranks
+
+    #: The ranks are spread over real nodes (hybrid: no emulated --node-size).
+    spans_nodes = variable(bool, value=False)
+
+    @run_after('setup')
+    def place_ranks(self):
+        """On a ``placement: different-nodes`` partition, spread the ranks evenly over its
+        nodes: real nodes, so the hybrid variant's SHM is each node's MPI_COMM_TYPE_SHARED
+        (no emulated --node-size). What cannot cross nodes (one rank, the SHM-only variants)
+        runs on the same-node partitions. Overrides the mixin's hook of this name, in its
+        place: the ranks per node are set before its core check and the launcher."""
+        part = self.current_partition.extras
+        if part.get('placement') == 'different-nodes':
+            self.skip_because(self.ranks < 2 or self.variant in ('shm', 'shmnc'),
+                              f'{self.variant} on {self.ranks} rank(s) does not cross nodes: '
+                              f'it runs on the same-node partitions')
+            self.num_tasks_per_node = -(-self.ranks // min(part.get('nodes', 1), self.ranks))
+            self.spans_nodes = True
+        super().place_ranks()
 
     @run_after('init')
     def limit_ranks(self):
@@ -107,10 +163,17 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
                                 '--steps', str(self.steps)]
         if self.verify:
             self.executable_opts += ['--verify', self.verify]
-        if self.variant == 'hybrid':
+        if self.variant == 'hybrid' and not self.spans_nodes:
             self.executable_opts += ['--node-size', str(self.emulated_node_size())]
-        self.prerun_cmds = [' '.join([self.launcher_command(), self.kernels.program(experiments.program('stream', 'c')),
-                                      '--n', str(STREAM_DOUBLES), '--reps', str(STREAM_REPS)])]
+        # The bound: STREAM copy over the same working set per rank as the stencil's (two
+        # arrays of its block), so both run from the same level of the memory hierarchy.
+        stream = self.kernels.program(experiments.program('stream', 'c'))
+        self.prerun_cmds = [LLC_PROBE, ' '.join([
+            self.launcher_command(), stream, '--n', str(self.stream_doubles()),
+            '--reps', str(STREAM_REPS)])]
+
+    def stream_doubles(self) -> int:
+        return max(-(-(self.n + 2) ** 2 // self.ranks), 1000)
 
     def emulated_node_size(self) -> int:
         """Nodes of sqrt(P) consecutive ranks: one row of a square process grid per node."""
@@ -119,16 +182,19 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
 
     @sanity_function
     def validated(self):
-        """Both programs validated their data, and the heat equals the sequential run's."""
+        """STREAM validated its arrays; the stencil compared every cell with its independent
+        sequential reference (unless verification was explicitly turned off); and its total
+        heat and position-weighted checksum equal the sequential baseline run's."""
         sn.evaluate(sn.assert_true(kernel_run(self, 'stream')['PASS'],
                                    msg='STREAM did not validate its arrays'))
-        sn.evaluate(sn.assert_true(kernel_run(self, 'stencil')['PASS'],
-                                   msg='stencil did not verify its result'))
+        stencil_verified(self, self.verify)
         sn.evaluate(sn.assert_eq((self.n, self.steps), (self.seq.n, self.seq.steps),
                                  msg='sequential baseline ran another size: {1} vs {0}'))
-        return sn.assert_reference(stencil_result(self)['total_heat'],
-                                   stencil_result(self.seq)['total_heat'], -HEAT_RTOL, HEAT_RTOL,
-                                   msg="total heat {0} differs from the sequential run's {1}")
+        for field in ('total_heat', 'checksum'):
+            sn.evaluate(sn.assert_reference(
+                stencil_result(self)[field], stencil_result(self.seq)[field], -HEAT_RTOL,
+                HEAT_RTOL, msg=f"{field} {{0}} differs from the sequential run's {{1}}"))
+        return True
 
     @run_before('performance')
     def set_perf_variables(self):
@@ -136,6 +202,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
             return
         result, seq_time = stencil_result(self), stencil_result(self.seq)['time_s']
         stream = kernel_run(self, 'stream')['RESULT'][0]
+        self.bound = describe_bound(self, 16 * (self.n + 2) ** 2)
         speedup = seq_time / result['time_s']
         self.perf_variables = computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),

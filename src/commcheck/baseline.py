@@ -28,12 +28,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from commcheck import experiments, references
+from commcheck.errors import UserError
 from commcheck.history import Sample, Session, group
 
 PARAM = re.compile(r'%([\w.]+)=(\S+)')
 
 
-class BaselineError(Exception):
+class BaselineError(UserError):
     """Not enough to baseline on, or a baseline file that cannot be read."""
 
 

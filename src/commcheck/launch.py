@@ -10,13 +10,7 @@ from __future__ import annotations
 
 import os
 
-from commcheck import flavours
-
-
-def mpj_starter(mpj_home: str, ranks: int, classpath: str) -> list[str]:
-    """MPJ Express's multicore device: all ranks are threads of one JVM on one node."""
-    return ['java', '-jar', os.path.join(mpj_home, 'lib', 'starter.jar'), '-np', str(ranks),
-            '-dev', 'multicore', '-cp', classpath]
+from commcheck import flavours, mpj
 
 
 def argv(env: dict, part: dict, ranks: int, per_node: int | None = None,
@@ -25,7 +19,10 @@ def argv(env: dict, part: dict, ranks: int, per_node: int | None = None,
     partition's ``extras`` as :mod:`commcheck.rfmconfig` generates them."""
     record = flavours.flavour(env['mpi'])
     if record.java:
-        return mpj_starter(env['mpj_home'], ranks, env.get('classpath', ''))
+        # MPJ Express's multicore device: all ranks are threads of one JVM on one node,
+        # started directly (starter.jar would swallow the exit code; see commcheck.mpj).
+        return mpj.launch_prefix(env['mpj_home'], ranks,
+                                 os.path.join(env['java_build'], mpj.JAR_NAME))
     binding = part.get('binding', 'none')
     if part.get('launcher') == 'srun':
         cpu_bind = 'none' if oversubscribed or binding == 'none' else 'cores'

@@ -18,6 +18,10 @@ STATE_DIR = Path(os.environ.get('COMMCHECK_STATE', REPO_ROOT / '.state'))
 # that moves COMMCHECK_STATE still finds them).
 WHEELS_DIR = Path(os.environ.get('COMMCHECK_WHEELS_DIR', REPO_ROOT / '.state' / 'wheels'))
 
+# Builds that take minutes and depend only on a stack (mpi4py per MPI wrapper): kept across
+# state directories, like the wheels.
+CACHE_DIR = Path(os.environ.get('COMMCHECK_CACHE', REPO_ROOT / '.state' / 'cache'))
+
 # Results that must survive between runs: run reports, perflogs, ReFrame's results database.
 REPORTS_DIR = Path(os.environ.get('COMMCHECK_REPORTS', REPO_ROOT / 'reports'))
 RUNS_DIR = REPORTS_DIR / 'runs'

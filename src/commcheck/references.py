@@ -18,10 +18,12 @@ from pathlib import Path
 
 import yaml
 
+from commcheck.errors import UserError
+
 SPECIAL_INDEX = ('$system', '$partition', '$environ')
 
 
-class ReferenceFileError(ValueError):
+class ReferenceFileError(UserError):
     pass
 
 

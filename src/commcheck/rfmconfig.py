@@ -33,22 +33,25 @@ def state_paths(site: Site) -> dict[str, str]:
     return {'stage': str(state / 'stage'), 'output': str(state / 'output'),
             'spack_envs': str(state / 'spack-env' / site.name),
             'spack_views': str(state / 'spack-views' / site.name),
-            'mpj_home': str(state / 'mpj'), 'mpi4py': str(state / 'mpi4py'),
+            'mpj_home': str(state / 'mpj'),
             'java_build': str(state / 'java')}
 
 
 def features(stack: Stack) -> list[str]:
+    """What checks select environments by: the languages it tests, and ``osu`` where OSU can
+    come from. (ReFrame matches ``+name`` against extras keys too: no extras key may be one of
+    these names.)"""
     feats = list(stack.tested_languages)
-    if not stack.mpi.record.java:
-        feats.append('mpi')
-        if stack.build == 'spack' or stack.osu:
-            feats.append('osu')
+    if not stack.mpi.record.java and (stack.build == 'spack' or stack.osu):
+        feats.append('osu')
     return feats
 
 
 def environment(site: Site, stack: Stack) -> dict:
     where = state_paths(site)
     env = stack.job_env(as_root=os.geteuid() == 0)
+    if stack.mpi.record.java:
+        env['MPJ_HOME'] = where['mpj_home']
     extras = {
         'stack': stack.id, 'compiler': stack.compiler.family,
         'compiler_version': stack.compiler.version, 'mpi': stack.mpi.flavour,
@@ -62,7 +65,7 @@ def environment(site: Site, stack: Stack) -> dict:
                       if stack.build == 'spack' else '',
         'osu_root': (stack.osu.root if stack.osu else None) or '',
         'osu_module': (stack.osu.module if stack.osu else None) or '',
-        'python': sys.executable, 'mpi4py_dir': where['mpi4py'],
+        'python_exe': sys.executable,
         'mpj_home': where['mpj_home'] if stack.mpi.record.java else '',
         'java_build': where['java_build'], 'commcheck_version': __version__,
         # The declaration itself, for the fixtures that materialise it (Spack, mpi4py, MPJ).
@@ -132,7 +135,8 @@ def reframe_configuration(site: Site) -> dict:
             'perf_info_level': 'info',
         }],
         'storage': [{'enable': True, 'sqlite_db_file': str(paths.RESULTS_DB)}],
-        'modes': [{'name': 'seeds', 'options': experiments.seed_mode_options()}],
+        'modes': [{'name': mode, 'options': experiments.mode_options(mode)}
+                  for mode in experiments.MODES],
         'logging': [logging_config()],
     }
 

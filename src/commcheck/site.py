@@ -13,12 +13,12 @@ executable, prefixes that do not exist, a stack declared with a language it cann
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from commcheck import flavours
+from commcheck.errors import UserError
 
 COMPILER_FAMILIES = ('gnu', 'clang', 'cray', 'intel', 'oneapi', 'nvidia', 'aocc', 'openjdk')
 # The Spack package of each compiler family (Spack 1.x: compilers are packages).
@@ -27,7 +27,7 @@ SPACK_COMPILERS = {'gnu': 'gcc', 'clang': 'llvm', 'cray': 'cce', 'intel': 'intel
 Language = Literal['c', 'fortran', 'python', 'java']
 
 
-class SiteError(Exception):
+class SiteError(UserError):
     """A site declaration is wrong or incomplete; the message says what to fix."""
 
 
@@ -308,9 +308,15 @@ class Site(_Model):
         return [s for s in self.stacks if s.partitions is None or partition.name in s.partitions]
 
 
-def find_program(name: str) -> Optional[str]:
-    return shutil.which(name)
-
-
 def env_flag(name: str, default: str = '') -> str:
     return os.environ.get(name, default).strip()
+
+
+def env_int(name: str, default: int) -> int:
+    """A whole number from the environment, or one clear error naming the variable."""
+    text = env_flag(name)
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise SiteError(f'{name}={text!r}: expected a whole number >= 1')
+    return int(text)

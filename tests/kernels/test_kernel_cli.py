@@ -1,9 +1,11 @@
 """Every kernel on every stack: valid runs pass, bad input exits 2, corrupted data exits 3."""
 
+import re
+
 import pytest
 
 from commcheck import records
-from tests.conftest import STACKS, mpirun, needs_stacks
+from tests.conftest import REFERENCE_STACKS as STACKS, mpirun, needs_stacks
 
 pytestmark = needs_stacks()
 
@@ -20,17 +22,37 @@ PROGRAMS = {
 C_ONLY = {'stream'}
 FORTRAN_ONLY = {'fptr'}
 
+# kernel -> the fields of its DATA records, in order
+DATA_FIELDS = {
+    'pingpong': ['size', 'iters', 'batches', 'rtt_us', 'oneway_us', 'bw_MBps', 'rtt_mean_us'],
+    'comms2': ['size', 'iters', 'batches', 'exchange_us', 'msg_us', 'bw_MBps',
+               'exchange_mean_us'],
+    'dtype': ['size', 'count', 'iters', 'batches', 'rtt_us', 'oneway_us', 'bw_MBps',
+              'rtt_mean_us'],
+}
+# The first line of MPI_Get_library_version names the library and its version
+# ("Open MPI v4.1.4, package: ...", "MPICH Version: 4.0.2"); other flavours: the version.
+LIBRARY_STRING = {'openmpi': r'Open MPI v{}\b', 'mpich': r'MPICH Version:\s+{}\b'}
+
+# The timed kernels' batch options: more batches than iterations, none, or not a number.
+BAD_BATCHES = [(['--iters', '20', '--batches', '21'], 2, 'more than --iters 20'),
+               (['--iters', '20', '--batches', '0'], 2, '--batches'),
+               (['--batches', '-3'], 2, '--batches'), (['--batches', 'ten'], 2, 'whole number')]
+
 # program -> [(arguments, ranks, what the one ERROR line must mention)]
 BAD_INPUT = {
     'pingpong': [(['--sizes', '0'], 2, 'positive'), (['--sizes', 'abc'], 2, 'byte count'),
                  (['--iters', 'x'], 2, 'whole number'), (['--iters', '-1'], 2, 'range'),
                  (['--sizes', '999999g'], 2, '--sizes'), ([], 3, '2 ranks'),
-                 (['--bogus'], 2, '--bogus')],
-    'comms2': [(['--sizes', '-8'], 2, ''), ([], 1, '2 ranks')],
+                 (['--bogus'], 2, '--bogus'), *BAD_BATCHES],
+    'comms2': [(['--sizes', '-8'], 2, ''), ([], 1, '2 ranks'), *BAD_BATCHES],
     'dtype': [(['--send-mode', 'diagonal'], 2, 'diagonal'), (['--stride', '0'], 2, ''),
-              (['--type', 'double', '--sizes', '12'], 2, ''), ([], 3, '2 ranks')],
+              (['--type', 'double', '--sizes', '12'], 2, ''), ([], 3, '2 ranks'),
+              *BAD_BATCHES],
     'stencil': [(['--n', '47'], 4, 'divisible'), (['--n', '0'], 4, ''),
-                (['--variant', 'seq'], 4, 'seq'), (['--variant', 'warp'], 1, 'warp')],
+                (['--variant', 'seq'], 4, 'seq'), (['--variant', 'warp'], 1, 'warp'),
+                (['--verify', 'maybe'], 1, 'maybe'),
+                (['--verify', 'no', '--inject-error'], 1, '--inject-error')],
     'stream': [(['--n', 'many'], 1, 'whole number')],
     'fptr': [(['--variant', 'pointer'], 2, '1 rank'), (['--n', '-5'], 1, '')],
 }
@@ -57,13 +79,63 @@ def test_valid_run_passes_and_reports(kernel_builds, stack, kernel, program):
     meta = out['META'][0]
     assert meta['kernel'] == kernel and int(meta['ranks']) == ranks
     assert meta['lang'] == ('c' if program.endswith('-c') else 'fortran')
-    assert stack.mpi.version in meta['mpi'] or stack.mpi.flavour == 'openmpi'
+    assert stack.mpi.version, f'{stack.name}: the MPI version was not discovered'
+    library = LIBRARY_STRING.get(stack.mpi.flavour, r'\b{}\b')
+    assert re.search(library.format(re.escape(stack.mpi.version)), meta['mpi']), meta['mpi']
     assert len(out['PASS']) == 1
     if ndata is None:
         assert len(out['RESULT']) == 1
     else:
         assert len(out['DATA']) == ndata
         assert all(float(v) > 0 for r in out['DATA'] for k, v in r.items() if k.endswith('_us'))
+    if kernel in DATA_FIELDS:
+        assert all(list(r) == DATA_FIELDS[kernel] for r in out['DATA']), out['DATA'][0]
+        assert int(meta['batches']) == 10 and all(r['batches'] == 10 for r in out['DATA'])
+
+
+@pytest.mark.parametrize('stack,kernel,program',
+                         [c for c in CASES if c[1] in DATA_FIELDS],
+                         ids=[i for i, c in zip(CASE_IDS, CASES) if c[1] in DATA_FIELDS])
+def test_batches_split_the_timed_iterations(kernel_builds, stack, kernel, program):
+    """Times are medians of batch means: 7 iterations default to 7 batches, --batches is
+    honoured, and the per-message time and bandwidth follow from the reported median."""
+    ranks, args, _ = PROGRAMS[kernel]
+    time_key = 'exchange_us' if kernel == 'comms2' else 'rtt_us'
+    per_msg = {'comms2': ('msg_us', 4)}.get(kernel, ('oneway_us', 2))
+    for extra, batches in ((['--iters', '7'], 7), (['--iters', '9', '--batches', '4'], 4)):
+        done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args, *extra)
+        assert done.returncode == 0, done.stderr
+        out = records.parse(done.stdout)
+        assert int(out['META'][0]['batches']) == batches and out['PASS']
+        for r in out['DATA']:
+            assert (r['batches'], r['iters']) == (batches, int(extra[1]))
+            assert r[per_msg[0]] == pytest.approx(r[time_key] / per_msg[1], rel=1e-3, abs=1e-3)
+            # printed with 2 (dtype) or 4 decimals
+            assert r['bw_MBps'] == pytest.approx(r['size'] / r[per_msg[0]], rel=5e-3, abs=6e-3)
+            assert r[f'{time_key[:-3]}_mean_us'] > 0
+
+
+STENCIL_CASES = [(s, p) for s, k, p in CASES if k == 'stencil']
+STENCIL_IDS = [f'{s.name}-{p}' for s, p in STENCIL_CASES]
+
+
+@pytest.mark.parametrize('stack,program', STENCIL_CASES, ids=STENCIL_IDS)
+def test_stencil_verifies_every_cell_or_says_it_did_not(kernel_builds, stack, program):
+    """A verified run compares all N*N cells (PASS validated=N*N, RESULT verified=1); with
+    --verify no the run still reports, but says verified=0 and prints no PASS at all."""
+    binary = kernel_builds[stack.name] / program
+    for variant, ranks in (('seq', 1), ('nb', 2)):
+        args = ['--variant', variant, '--n', '48', '--steps', '5']
+        done = mpirun(stack, ranks, binary, *args)
+        assert done.returncode == 0, done.stderr
+        out = records.parse(done.stdout)
+        assert out['RESULT'][0]['verified'] == 1 and out['PASS'] == [{'validated': 48 * 48}]
+        unverified = mpirun(stack, ranks, binary, *args, '--verify', 'no')
+        assert unverified.returncode == 0, unverified.stderr
+        out_no = records.parse(unverified.stdout)
+        assert out_no['RESULT'][0]['verified'] == 0 and not out_no['PASS']
+        assert out_no['META'][0]['verify'] == 'no'
+        assert out_no['RESULT'][0]['checksum'] == out['RESULT'][0]['checksum']
 
 
 @pytest.mark.parametrize('stack,kernel,program', CASES, ids=CASE_IDS)

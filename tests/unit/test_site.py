@@ -59,7 +59,8 @@ def test_environment_carries_what_checks_need():
     assert env['name'] == 'gnu-mpich'
     assert env['cc'] == '/usr/bin/mpicc.mpich' and env['ftn'] == '/usr/bin/mpifort.mpich'
     assert env['extras']['mpi_version'] == '4.0.2' and env['extras']['build'] == 'cmake'
-    assert set(env['features']) == {'c', 'fortran', 'mpi'}
+    assert set(env['features']) == {'c', 'fortran'}
+    assert not set(env['features']) & set(env['extras'])   # ReFrame matches both
     assert all(k in env['extras'] for k in rfmconfig.REQUIRED_EXTRAS)
 
 
@@ -68,7 +69,7 @@ def test_features_follow_the_declaration():
     spack = rfmconfig.environment(site(stack(build='spack')), site(stack(build='spack')).stacks[0])
     assert 'osu' in spack['features']
     c_only = site(stack(languages=['c']))
-    assert rfmconfig.features(c_only.stacks[0]) == ['c', 'mpi']
+    assert rfmconfig.features(c_only.stacks[0]) == ['c']
 
 
 @needs_debian_mpich
@@ -149,9 +150,10 @@ def test_every_flavour_launches_as_declared():
     mpich = {'mpi': 'mpich', 'launcher': '/x/mpiexec', 'srun_mpi': 'pmi2'}
     assert launch.argv(mpich, {'launcher': 'mpiexec', 'binding': 'none'}, 2) == [
         '/x/mpiexec', '-n', '2', '-bind-to', 'none']
-    java = {'mpi': 'mpj-express', 'mpj_home': '/m', 'classpath': '/k.jar'}
-    assert launch.argv(java, part, 2)[:6] == ['java', '-jar', '/m/lib/starter.jar', '-np', '2',
-                                             '-dev']
+    java = {'mpi': 'mpj-express', 'mpj_home': '/m', 'java_build': '/b'}
+    assert launch.argv(java, part, 2)[3:] == ['runtime.starter.MulticoreStarter',
+                                              '/b/commcheck-kernels.jar', '2', 'smpdev',
+                                              'useLocalLoader', '/b/commcheck-kernels.jar']
     for record in flavours.FLAVOURS.values():
         assert record.name and record.title and record.srun_mpi is not None
 

@@ -40,7 +40,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     descr = 'commcheck kernels for one compiler x MPI stack'
     valid_systems = ['*']
-    valid_prog_environs = ['+c']
+    valid_prog_environs = ['+c', '+java']
     build_locally = True
     build_timeout = variable(str, value='60m')
     local_prefix = variable(str, value='install')
@@ -55,7 +55,9 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     def choose_build_path(self):
         extras = self.current_environ.extras
         self.backend = extras.get('build', 'cmake')
-        if self.backend == 'spack':
+        if 'c' not in extras['languages']:
+            self._use_managed_only(extras)
+        elif self.backend == 'spack':
             self._use_spack(extras)
         else:
             self._use_cmake(extras)
@@ -78,9 +80,58 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         # The kernels only: OSU is installed on its own after them (write_spack_environment).
         self.build_system.install_opts = ['--fail-fast', spack_env.KERNELS_PACKAGE]
 
+    def _use_managed_only(self, extras):
+        """An environment of a managed language only (MPJ Express): no compiled kernels."""
+        self.backend = 'managed'
+        self.sourcesdir = None
+        self.build_system = 'CustomBuild'
+        self.build_system.commands = []
+
+    @run_before('compile', always_last=True)
+    def build_managed_kernels(self):
+        """The Java kernels (javac against MPJ Express) and mpi4py built with this stack's
+        wrapper: build commands of this fixture's job, after the compiled kernels."""
+        extras = self.current_environ.extras
+        python, state = shlex.quote(extras['python_exe']), shlex.quote(str(paths.STATE_DIR))
+        commands = []
+        if 'java' in extras['languages']:
+            commands.append(f'{python} -m commcheck.mpj {state} '
+                            f'{shlex.quote(extras["java_build"])}')
+        if 'python' in extras['languages']:
+            commands.append(f'{python} -m commcheck.mpi4py_build {shlex.quote(extras["mpi_cc"])} '
+                            f'{shlex.quote(str(extras["mpi_version"]))} '
+                            f'{shlex.quote(str(paths.CACHE_DIR))}')
+        if self.backend == 'managed':
+            self.build_system.commands = commands
+        else:
+            self.postbuild_cmds = list(self.postbuild_cmds) + commands
+
+    def command(self, kernel: str, lang: str) -> tuple[str, list[str], dict[str, str]]:
+        """How to start a kernel in a language here: (executable, leading options, settings).
+
+        Compiled kernels are programs of this build; Java kernels are classes the launcher's
+        JVM starts (commcheck.launch); Python kernels are scripts run by the venv's Python
+        with this stack's mpi4py build on PYTHONPATH.
+        """
+        program = experiments.program(kernel, lang)
+        language = experiments.LANGUAGES[lang]
+        extras = self.current_environ.extras
+        if language.feature == 'java':
+            return program, [], {}
+        if language.feature == 'python':
+            from commcheck import mpi4py_build
+            target = os.path.join(str(paths.CACHE_DIR), 'mpi4py', mpi4py_build.build_key(
+                extras['mpi_cc'], str(extras['mpi_version'])))
+            script = str(paths.KERNELS_SRC / 'python' / program)
+            return extras['python_exe'], [script, *language.options], {'PYTHONPATH': target}
+        return self.program(program), [], {}
+
     @run_before('compile')
     def set_build_timeout(self):
-        self.build_job.time_limit = self.build_timeout
+        # build_time_limit, not build_job.time_limit: compile() sets the job's limit from it
+        # (or else from the partition's time_limit, 10 minutes on the local site, which a cold
+        # Spack build of six stacks at once exceeds).
+        self.build_time_limit = self.build_timeout
 
     @run_before('compile')
     def write_spack_environment(self):
@@ -142,10 +193,19 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     @sanity_function
     def programs_installed(self):
         """Every program the checks may ask for exists: a partial build fails here, not later."""
-        wanted = experiments.compiled_programs(self.current_environ.extras['languages'])
-        return sn.all(sn.assert_true(os.access(self.program(p), os.X_OK),
-                                     msg=f'{p} was not built: not in {self.prefix_dir}/bin')
-                      for p in wanted)
+        extras = self.current_environ.extras
+        wanted = [(self.program(p), f'{p} was not built: not in {self.prefix_dir}/bin')
+                  for p in experiments.compiled_programs(extras['languages'])]
+        if 'java' in extras['languages']:
+            from commcheck import mpj
+            jar = os.path.join(extras['java_build'], mpj.JAR_NAME)
+            wanted.append((jar, f'the Java kernels were not built: no {jar}'))
+        if 'python' in extras['languages']:
+            from commcheck import mpi4py_build
+            target = self.command('pingpong', 'python')[2]['PYTHONPATH']
+            wanted.append((os.path.join(target, mpi4py_build.DONE),
+                           f'mpi4py was not built for {extras["stack"]} in {target}'))
+        return sn.all(sn.assert_true(os.path.exists(path), msg=msg) for path, msg in wanted)
 
 
 def osu_program(environ_extras: dict, name: str) -> str | None:

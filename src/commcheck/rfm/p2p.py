@@ -1,7 +1,7 @@
 """The shape shared by the point-to-point checks: a pair of ranks, a size sweep, every language."""
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_after, variable
+from reframe.core.builtins import fixture, run_after, variable
 
 from commcheck import experiments, hockney, records
 from commcheck.rfm.build import KernelsBuild
@@ -12,7 +12,6 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
     """Base of PingPong, ParkbenchComms and DerivedDatatypes (not a test by itself)."""
 
     valid_systems = ['*']
-    lang = parameter(experiments.COMPILED)
     sizes = variable(str, value='1:1048576')
     iters = variable(int, value=1000)
     warmup = variable(int, value=100)
@@ -23,10 +22,15 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
     @run_after('init')
     def select_environments(self):
         # Environments are chosen by the language feature their declaration generates.
-        self.valid_prog_environs = [f'+{self.lang}']
+        self.valid_prog_environs = [f'+{experiments.LANGUAGES[self.lang].feature}']
 
-    def program(self, kernel: str) -> str:
-        return self.kernels.program(experiments.program(kernel, self.lang))
+    def use_kernel(self, kernel: str, options: list[str]) -> str:
+        """Run ``kernel`` in this test's language with ``options``; returns the command line
+        (without the launcher) for a second run of it in the same job."""
+        executable, leading, env = self.kernels.command(kernel, self.lang)
+        self.executable, self.executable_opts = executable, [*leading, *options]
+        self.env_vars = {**self.env_vars, **env}
+        return ' '.join([executable, *leading])
 
     def require_fit_sizes(self):
         """A Hockney fit needs a sweep: too few sizes skips the test, saying so."""

@@ -76,3 +76,12 @@ def computed_variables(check, values: dict[str, tuple[float, str]]) -> dict:
         check.findings = check.findings + [f'not computable (not finite): {", ".join(bad)}']
     return {name: sn.make_performance_function(sn.defer(value), unit)
             for name, (value, unit) in values.items() if name not in bad}
+
+
+def first_message(check) -> dict:
+    """``first_message``: the first message's one-way time, where a kernel reports it apart
+    (the managed languages: the seeds saw Java pay for JIT compilation there)."""
+    result = _stdout_records(check)['RESULT']
+    if not result or 'first_message_us' not in result[0]:
+        return {}
+    return {'first_message': perf_record(check, 'RESULT', 'first_message_us', 'us')}

@@ -12,7 +12,7 @@
 /* What the command line asks for (see the programs' --help). */
 struct cc_sweep {
     size_t *sizes, max; /* message sizes in bytes, in the given order; the largest */
-    int nsizes, inject;
+    int nsizes, inject, batches;
     long long iters, warmup;
 };
 
@@ -21,6 +21,7 @@ static inline void cc_sweep_args(int argc, char **argv, const char *kernel, cons
                                  struct cc_sweep *sw)
 {
     const char *sizes_text = "1:1048576", *v;
+    long long batches = 0;
     *sw = (struct cc_sweep){.iters = 1000, .warmup = 100};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0)
@@ -31,11 +32,14 @@ static inline void cc_sweep_args(int argc, char **argv, const char *kernel, cons
             sw->iters = cc_parse_int("--iters", v, 1, 1000000000);
         else if ((v = cc_optval(argc, argv, &i, "--warmup")))
             sw->warmup = cc_parse_int("--warmup", v, 0, 1000000000);
+        else if ((v = cc_optval(argc, argv, &i, "--batches")))
+            batches = cc_parse_int("--batches", v, 1, 1000000000);
         else if (strcmp(argv[i], "--inject-error") == 0)
             sw->inject = 1;
         else
             cc_unknown_option(argv[i]);
     }
+    sw->batches = cc_batch_count(batches, sw->iters);
     sw->nsizes = cc_parse_sizes("--sizes", sizes_text, &sw->sizes);
     for (int k = 0; k < sw->nsizes; k++) {
         if (sw->sizes[k] > INT_MAX)
@@ -88,20 +92,34 @@ static inline void cc_payload_stamp(unsigned char *buf, size_t size, int sender,
 typedef void cc_sweep_step(int rank, unsigned char *sbuf, unsigned char *rbuf, size_t size,
                            long long it);
 
-/* Mean time in microseconds of one step with `size` bytes: the body goes into sbuf and rbuf
- * is zeroed, then MPI_Barrier, sw->warmup untimed steps and sw->iters timed ones. */
-static inline double cc_sweep_time(const struct cc_sweep *sw, cc_sweep_step *step, int rank,
-                                   unsigned char *sbuf, unsigned char *rbuf, size_t size)
+/* Time in microseconds of one step with `size` bytes: the body goes into sbuf and rbuf is
+ * zeroed, then MPI_Barrier, sw->warmup untimed steps and sw->iters timed ones in
+ * sw->batches batches, each timed with MPI_Wtime. Returns the median of the batch means and
+ * the overall mean (cc_batch_timing). */
+static inline struct cc_timing cc_sweep_time(const struct cc_sweep *sw, cc_sweep_step *step,
+                                             int rank, unsigned char *sbuf, unsigned char *rbuf,
+                                             size_t size)
 {
+    double *elapsed = cc_malloc((size_t)sw->batches * sizeof(double), "the batch times");
+    long long *count = cc_malloc((size_t)sw->batches * sizeof(long long), "the batch sizes");
     cc_payload_fill(sbuf, size, rank);
     memset(rbuf, 0, size);
     CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     for (long long it = -sw->warmup; it < 0; it++)
         step(rank, sbuf, rbuf, size, it);
-    double t0 = MPI_Wtime();
-    for (long long it = 0; it < sw->iters; it++)
-        step(rank, sbuf, rbuf, size, it);
-    return (MPI_Wtime() - t0) / (double)sw->iters * 1e6;
+    for (int b = 0; b < sw->batches; b++) {
+        long long first = cc_batch_start(b, sw->batches, sw->iters);
+        long long end = cc_batch_start(b + 1, sw->batches, sw->iters);
+        double t0 = MPI_Wtime();
+        for (long long it = first; it < end; it++)
+            step(rank, sbuf, rbuf, size, it);
+        elapsed[b] = MPI_Wtime() - t0;
+        count[b] = end - first;
+    }
+    struct cc_timing t = cc_batch_timing(elapsed, count, sw->batches);
+    free(elapsed);
+    free(count);
+    return t;
 }
 
 /* Offset of the first wrong byte of the whole message, or of its stamped ends only; size

@@ -5,18 +5,27 @@
 module cc_util
   CC_USE_MPI
   use, intrinsic :: iso_fortran_env, only: error_unit, output_unit, int64, real64
+  use, intrinsic :: iso_c_binding, only: c_int
   implicit none
   private
-  public :: cc_init, cc_rank, cc_size, cc_check, cc_usage_error, cc_validation_error, &
+  public :: cc_init, cc_rank, cc_size, cc_check, cc_abort, cc_usage_error, cc_validation_error, &
             cc_arg, cc_nargs, cc_next_value, cc_help, cc_unknown_option, cc_parse_int, &
             cc_parse_bytes, cc_parse_sizes, cc_print_meta, cc_str, cc_fixed, cc_g17, &
-            cc_physical_memory, cc_exceeds_memory, CC_EXIT_USAGE, CC_EXIT_VALIDATION, CC_EXIT_MPI
+            cc_physical_memory, cc_exceeds_memory, cc_batch_count, cc_batch_start, cc_batch_of, &
+            cc_batch_timing, CC_EXIT_USAGE, CC_EXIT_VALIDATION, CC_EXIT_MPI
 
   integer, parameter :: CC_EXIT_USAGE = 2, CC_EXIT_VALIDATION = 3, CC_EXIT_MPI = 4
-  integer, parameter :: MAX_SIZES = 64
+  integer, parameter :: MAX_SIZES = 64, DEFAULT_BATCHES = 10
 
   interface cc_str
     module procedure str_int, str_int64
+  end interface
+
+  interface
+    subroutine c_exit(status) bind(C, name='_exit')
+      import :: c_int
+      integer(c_int), value :: status
+    end subroutine
   end interface
 
 contains
@@ -39,7 +48,17 @@ contains
     call MPI_Error_string(ierr, msg, length, ignored)
     write(error_unit, '(a)') 'ERROR: ' // what // ' failed: ' // msg(1:length)
     flush(error_unit)
-    call MPI_Abort(MPI_COMM_WORLD, CC_EXIT_MPI, ignored)
+    call cc_abort(CC_EXIT_MPI)
+  end subroutine
+
+  ! Ends the whole job with exit code `code`. MPI_Abort need not return, but a library may only
+  ! ask its process manager to end the job and return (MPICH 5 does): this rank must not then
+  ! go on (to a PASS line, say), so it ends itself at once.
+  subroutine cc_abort(code)
+    integer, intent(in) :: code
+    integer :: ierr
+    call MPI_Abort(MPI_COMM_WORLD, code, ierr)
+    call c_exit(int(code, c_int))
   end subroutine
 
   integer function cc_rank()
@@ -70,7 +89,6 @@ contains
   ! Received data differ from what was sent: only this rank knows, so abort the job.
   subroutine cc_validation_error(msg)
     character(len=*), intent(in) :: msg
-    integer :: ierr
     double precision :: until
     write(error_unit, '(a,i0,a)') 'ERROR: validation failed on rank ', cc_rank(), ': ' // msg
     flush(error_unit)
@@ -78,7 +96,7 @@ contains
     until = MPI_Wtime() + 0.3d0
     do while (MPI_Wtime() < until)
     end do
-    call MPI_Abort(MPI_COMM_WORLD, CC_EXIT_VALIDATION, ierr)
+    call cc_abort(CC_EXIT_VALIDATION)
   end subroutine
 
   integer function cc_nargs()
@@ -274,6 +292,90 @@ contains
     cc_exceeds_memory = bytes > 0.9_real64 * cc_physical_memory()
   end function
 
+  ! Timing in batches, as in cc_util.h: the timed iterations 0..iters-1 are split into
+  ! `batches` runs of consecutive iterations, iteration k going to batch k * batches / iters
+  ! (from 0; sizes differ by at most one). A figure is the median of the batch means, which one
+  ! disturbed batch cannot move; the overall mean is reported beside it.
+
+  ! The batch count: `given` (0: not given, then 10 or iters if fewer); more than iters is bad
+  ! input.
+  integer function cc_batch_count(given, iters)
+    integer(int64), intent(in) :: given, iters
+    if (given > iters) call cc_usage_error('--batches ' // cc_str(given) // ' is more than ' // &
+      '--iters ' // cc_str(iters) // ': every batch needs an iteration')
+    if (given > 0) then
+      cc_batch_count = int(given)
+    else
+      cc_batch_count = int(min(iters, int(DEFAULT_BATCHES, int64)))
+    end if
+  end function
+
+  ! The first timed iteration of batch b (from 0; b = batches: one past the last iteration).
+  integer(int64) function cc_batch_start(b, batches, iters)
+    integer, intent(in) :: b, batches
+    integer(int64), intent(in) :: iters
+    cc_batch_start = (b * iters + batches - 1) / batches
+  end function
+
+  ! The batch (from 0) of timed iteration k (from 0).
+  integer function cc_batch_of(k, batches, iters)
+    integer(int64), intent(in) :: k, iters
+    integer, intent(in) :: batches
+    cc_batch_of = int(k * batches / iters)
+  end function
+
+  ! From the seconds each batch took and its iteration count: the median of the batch means
+  ! (the middle one, or the mean of the two middle ones) and the mean over all iterations,
+  ! both in microseconds per iteration.
+  subroutine cc_batch_timing(elapsed, counts, median_us, mean_us)
+    real(real64), intent(in) :: elapsed(:)
+    integer(int64), intent(in) :: counts(:)
+    real(real64), intent(out) :: median_us, mean_us
+    real(real64), allocatable :: means(:)
+    integer :: m
+    allocate(means(size(elapsed)))
+    means = elapsed / real(counts, real64) * 1.0e6_real64
+    call heap_sort(means)
+    m = size(means)
+    if (mod(m, 2) == 1) then
+      median_us = means(m / 2 + 1)
+    else
+      median_us = (means(m / 2) + means(m / 2 + 1)) / 2
+    end if
+    mean_us = sum(elapsed) / real(sum(counts), real64) * 1.0e6_real64
+  end subroutine
+
+  ! Ascending order in place, O(n log n) for any batch count.
+  subroutine heap_sort(x)
+    real(real64), intent(inout) :: x(:)
+    integer :: n, i
+    n = size(x)
+    do i = n / 2, 1, -1
+      call sift_down(x, i, n)
+    end do
+    do i = n, 2, -1
+      x([1, i]) = x([i, 1])
+      call sift_down(x, 1, i - 1)
+    end do
+  end subroutine
+
+  ! Restores the max-heap below x(root) within x(1:last).
+  subroutine sift_down(x, root, last)
+    real(real64), intent(inout) :: x(:)
+    integer, intent(in) :: root, last
+    integer :: parent, child
+    parent = root
+    do while (2 * parent <= last)
+      child = 2 * parent
+      if (child < last) then
+        if (x(child + 1) > x(child)) child = child + 1
+      end if
+      if (x(parent) >= x(child)) return
+      x([parent, child]) = x([child, parent])
+      parent = child
+    end do
+  end subroutine
+
 end module cc_util
 
 ! The two-rank message sweeps (pingpong, comms2): their command line and their payloads.
@@ -294,6 +396,7 @@ module cc_payload
   type cc_sweep
     integer(int64), allocatable :: sizes(:)
     integer(int64) :: iters = 1000, warmup = 100
+    integer :: batches = 0
     logical :: inject = .false.
   end type
 
@@ -308,8 +411,10 @@ contains
     end interface
     type(cc_sweep), intent(out) :: sw
     character(len=:), allocatable :: arg, sizes_text
+    integer(int64) :: batches
     integer :: i, k
     sizes_text = '1:1048576'
+    batches = 0
     i = 1
     do while (i <= cc_nargs())
       arg = cc_arg(i)
@@ -322,6 +427,8 @@ contains
         sw%iters = cc_parse_int('--iters', cc_next_value(i), 1_int64, 1000000000_int64)
       case ('--warmup')
         sw%warmup = cc_parse_int('--warmup', cc_next_value(i), 0_int64, 1000000000_int64)
+      case ('--batches')
+        batches = cc_parse_int('--batches', cc_next_value(i), 1_int64, 1000000000_int64)
       case ('--inject-error')
         sw%inject = .true.
       case default
@@ -329,6 +436,7 @@ contains
       end select
       i = i + 1
     end do
+    sw%batches = cc_batch_count(batches, sw%iters)
     call cc_parse_sizes('--sizes', sizes_text, sw%sizes)
     do k = 1, size(sw%sizes)
       if (sw%sizes(k) > huge(0)) call cc_usage_error('--sizes: ' // cc_str(sw%sizes(k)) // &

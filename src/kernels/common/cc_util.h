@@ -15,6 +15,15 @@
 
 enum { CC_EXIT_USAGE = 2, CC_EXIT_VALIDATION = 3, CC_EXIT_MPI = 4 };
 
+/* Ends the whole job with exit code `code`. MPI_Abort need not return, but a library may
+ * only ask its process manager to end the job and return (MPICH 5 does): this rank must not
+ * then go on (to a PASS line, say), so it ends itself at once. */
+static inline void cc_abort(int code)
+{
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+}
+
 /* Every MPI call goes through CC_CHECK; MPI_COMM_WORLD is set to MPI_ERRORS_RETURN in
  * cc_init so that a failing call is named here instead of dying inside the library. */
 #define CC_CHECK(call) cc_check_((call), #call, __FILE__, __LINE__)
@@ -28,7 +37,7 @@ static inline void cc_check_(int rc, const char *what, const char *file, int lin
     MPI_Error_string(rc, msg, &len);
     fprintf(stderr, "ERROR: %s failed at %s:%d: %s\n", what, file, line, msg);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, CC_EXIT_MPI);
+    cc_abort(CC_EXIT_MPI);
 }
 
 static inline int cc_rank(void)
@@ -86,7 +95,7 @@ static inline void cc_validation_error(const char *fmt, ...)
     double until = MPI_Wtime() + 0.3;
     while (MPI_Wtime() < until)
         ;
-    MPI_Abort(MPI_COMM_WORLD, CC_EXIT_VALIDATION);
+    cc_abort(CC_EXIT_VALIDATION);
 }
 
 /* argv[*i] is the option `name`: returns its value and advances *i. */
@@ -219,9 +228,68 @@ static inline void *cc_malloc(size_t bytes, const char *what)
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
         fprintf(stderr, "ERROR: cannot allocate %zu bytes for %s\n", bytes, what);
-        MPI_Abort(MPI_COMM_WORLD, CC_EXIT_USAGE);
+        cc_abort(CC_EXIT_USAGE);
     }
     return p;
+}
+
+/* Timing in batches: the timed iterations 0..iters-1 are split into `batches` runs of
+ * consecutive iterations, iteration k going to batch k * batches / iters (sizes differ by at
+ * most one). A figure is the median of the batch means, which one disturbed batch (a page
+ * fault, a daemon waking up) cannot move; the overall mean is reported beside it. */
+enum { CC_DEFAULT_BATCHES = 10 };
+
+/* The batch count: `given` (0: not given, then 10 or iters if fewer); more than iters is
+ * bad input. */
+static inline int cc_batch_count(long long given, long long iters)
+{
+    if (given > iters)
+        cc_usage_error("--batches %lld is more than --iters %lld: every batch needs an iteration",
+                       given, iters);
+    if (given > 0)
+        return (int)given;
+    return iters < CC_DEFAULT_BATCHES ? (int)iters : CC_DEFAULT_BATCHES;
+}
+
+/* The first timed iteration of batch b (b = batches: one past the last iteration). */
+static inline long long cc_batch_start(int b, int batches, long long iters)
+{
+    return ((long long)b * iters + batches - 1) / batches;
+}
+
+static inline int cc_batch_of(long long k, int batches, long long iters)
+{
+    return (int)(k * batches / iters);
+}
+
+static inline int cc_compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct cc_timing {
+    double median_us, mean_us;
+};
+
+/* From the seconds each batch took and its iteration count: the median of the batch means
+ * (the middle one, or the mean of the two middle ones) and the mean over all iterations,
+ * both in microseconds per iteration. */
+static inline struct cc_timing cc_batch_timing(const double *elapsed, const long long *count,
+                                               int batches)
+{
+    double *means = cc_malloc((size_t)batches * sizeof(double), "the batch means"), total = 0.0;
+    long long iters = 0;
+    for (int b = 0; b < batches; b++) {
+        means[b] = elapsed[b] / (double)count[b] * 1e6;
+        total += elapsed[b];
+        iters += count[b];
+    }
+    qsort(means, (size_t)batches, sizeof means[0], cc_compare_doubles);
+    double median = batches % 2 ? means[batches / 2]
+                                : (means[batches / 2 - 1] + means[batches / 2]) / 2.0;
+    free(means);
+    return (struct cc_timing){.median_us = median, .mean_us = total / (double)iters * 1e6};
 }
 
 /* META record on rank 0: kernel, language, ranks, MPI library, then `fmt` (key=value ...). */

@@ -1,5 +1,6 @@
 ! Simultaneous exchange between two ranks (Parkbench COMMS2 of seed 003): both ranks send
-! at once, so the link is used in both directions; the mean exchange time is timed per size.
+! at once, so the link is used in both directions; exchanges are timed per size in batches,
+! and the median of the batch means is reported.
 #include "cc_mpi.h"
 program comms2
   CC_USE_MPI
@@ -10,9 +11,11 @@ program comms2
   type(cc_sweep) :: sw
   integer(int8), allocatable :: sbuf(:)
   integer(int8), allocatable, asynchronous :: rbuf(:)
-  integer(int64) :: nbytes, it, validated, total
-  real(real64) :: t0, exchange_us, msg_us
-  integer :: k, rank, peer, ierr
+  integer(int64) :: nbytes, it, first, validated, total
+  integer(int64), allocatable :: counts(:)
+  real(real64), allocatable :: elapsed(:)
+  real(real64) :: t0, exchange_us, exchange_mean_us, msg_us
+  integer :: k, b, rank, peer, ierr
 
   call cc_init()
   call cc_sweep_args('comms2', print_usage, sw)
@@ -21,14 +24,18 @@ program comms2
   peer = 1 - rank
   ! Zero-based like the byte offsets in the messages.
   allocate(sbuf(0:maxval(sw%sizes) - 1), rbuf(0:maxval(sw%sizes) - 1))
+  allocate(elapsed(sw%batches), counts(sw%batches))
   if (rank == 0) write(output_unit, '(a)') '# comms2: one iteration = 2 rounds of (MPI_Irecv, ' // &
     'MPI_Send, MPI_Wait) on both ranks at once = 4 messages; per size MPI_Barrier, ' // &
-    cc_str(sw%warmup) // ' untimed iterations, then MPI_Wtime around ' // cc_str(sw%iters) // &
-    ' iterations; exchange_us = elapsed/iters, msg_us = exchange_us/4 (Parkbench COMMS2), ' // &
-    'bw_MBps = size/msg_us (10^6 B/s); validated = received messages checked (iteration ' // &
-    'stamp in first/last 8 bytes of each, whole payload of the last)'
+    cc_str(sw%warmup) // ' untimed iterations, then ' // cc_str(sw%iters) // ' iterations in ' // &
+    cc_str(sw%batches) // ' batches of consecutive ones, MPI_Wtime around each batch; ' // &
+    'exchange_us = median of the batch means, exchange_mean_us = all batches'' time/iters, ' // &
+    'msg_us = exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us (10^6 B/s); validated ' // &
+    '= received messages checked (iteration stamp in first/last 8 bytes of each, whole ' // &
+    'payload of the last)'
   call cc_print_meta('comms2', 'iters=' // cc_str(sw%iters) // ' warmup=' // &
-                     cc_str(sw%warmup) // ' sizes=' // cc_str(size(sw%sizes)))
+                     cc_str(sw%warmup) // ' batches=' // cc_str(sw%batches) // ' sizes=' // &
+                     cc_str(size(sw%sizes)))
 
   validated = 0
   do k = 1, size(sw%sizes)
@@ -40,11 +47,16 @@ program comms2
     do it = -sw%warmup, -1
       call exchange(nbytes, it)
     end do
-    t0 = MPI_Wtime()
-    do it = 0, sw%iters - 1
-      call exchange(nbytes, it)
+    do b = 1, sw%batches
+      first = cc_batch_start(b - 1, sw%batches, sw%iters)
+      counts(b) = cc_batch_start(b, sw%batches, sw%iters) - first
+      t0 = MPI_Wtime()
+      do it = first, first + counts(b) - 1
+        call exchange(nbytes, it)
+      end do
+      elapsed(b) = MPI_Wtime() - t0
     end do
-    exchange_us = (MPI_Wtime() - t0) / real(sw%iters, real64) * 1.0e6_real64
+    call cc_batch_timing(elapsed, counts, exchange_us, exchange_mean_us)
 
     ! The middle byte lies outside the stamps, so only the whole-payload check sees it.
     if (sw%inject .and. rank == 0 .and. k == 1) rbuf(nbytes / 2) = not(rbuf(nbytes / 2))
@@ -53,8 +65,10 @@ program comms2
     if (rank == 0) then
       msg_us = exchange_us / 4
       write(output_unit, '(a)') 'DATA size=' // cc_str(nbytes) // ' iters=' // cc_str(sw%iters) // &
-        ' exchange_us=' // cc_fixed(exchange_us, 4) // ' msg_us=' // cc_fixed(msg_us, 4) // &
-        ' bw_MBps=' // cc_fixed(real(nbytes, real64) / msg_us, 4)
+        ' batches=' // cc_str(sw%batches) // ' exchange_us=' // cc_fixed(exchange_us, 4) // &
+        ' msg_us=' // cc_fixed(msg_us, 4) // ' bw_MBps=' // &
+        cc_fixed(real(nbytes, real64) / msg_us, 4) // ' exchange_mean_us=' // &
+        cc_fixed(exchange_mean_us, 4)
       flush(output_unit)
     end if
   end do
@@ -110,11 +124,14 @@ contains
   subroutine print_usage()
     write(output_unit, '(a)') 'Usage: comms2-f [options]   (exactly 2 ranks)', &
       'Both ranks send to each other at once (full duplex), two rounds per iteration;', &
-      'mean iteration time per message size.', &
+      'iteration time per message size, the median of the mean times of batches of', &
+      'consecutive iterations.', &
       '  --sizes LIST    sizes in bytes: a list 8,64,512 or a power-of-two range lo:hi,', &
       '                  k/m suffixes mean KiB/MiB (default 1:1048576, 21 sizes)', &
       '  --iters N       timed iterations per size (default 1000)', &
       '  --warmup N      untimed iterations per size before timing (default 100)', &
+      '  --batches B     split the timed iterations into B batches, each timed on its own', &
+      '                  (default 10, or N if --iters N is smaller; at most --iters)', &
       '  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)', &
       '  --help          print this text'
   end subroutine

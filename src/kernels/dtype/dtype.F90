@@ -17,7 +17,7 @@ program dtype
 
   type :: opts
     logical :: dbl = .false., inject = .false.
-    integer :: stride, blocklen = 1, iters = 200, warmup = 20
+    integer :: stride, blocklen = 1, iters = 200, warmup = 20, batches
     integer :: mode(0:1) = [CONTIG, CONTIG]   ! layout of rank 0 (--send-mode), rank 1 (--recv-mode)
     integer(int64), allocatable :: sizes(:)
   end type
@@ -47,13 +47,16 @@ program dtype
   rank = cc_rank()
   if (rank == 0) then
     write(output_unit, '(a)') '# dtype: rank 0 times each round trip with MPI_Wtime (warmup ' // &
-      'excluded); rtt_us is the mean, oneway_us = rtt_us/2, bw_MBps = useful bytes / ' // &
-      'oneway_us; size counts useful bytes only; loop and pack copies are inside the timing'
+      'excluded) and sums the times of ' // cc_str(o%batches) // ' batches of consecutive ' // &
+      'round trips; rtt_us = median of the batch means, rtt_mean_us = all batches'' ' // &
+      'time/iters, oneway_us = rtt_us/2, bw_MBps = useful bytes / oneway_us; size counts ' // &
+      'useful bytes only; loop and pack copies are inside the timing'
     flush(output_unit)
   end if
-  write(extra, '(a,i0,a,i0,5a,i0,a,i0)') 'type=' // trim(merge('double', 'byte  ', o%dbl)) // &
+  write(extra, '(a,i0,a,i0,5a,i0,a,i0,a,i0)') 'type=' // trim(merge('double', 'byte  ', o%dbl)) // &
     ' stride=', o%stride, ' blocklen=', o%blocklen, ' send_mode=', trim(mode_name(o%mode(0))), &
-    ' recv_mode=', trim(mode_name(o%mode(1))), ' iters=', o%iters, ' warmup=', o%warmup
+    ' recv_mode=', trim(mode_name(o%mode(1))), ' iters=', o%iters, ' warmup=', o%warmup, &
+    ' batches=', o%batches
   call cc_print_meta('dtype', trim(extra))
 
   checked = 0
@@ -89,6 +92,9 @@ contains
       "                       '8,64' or power-of-two range 'lo:hi' (default 8:65536)", &
       '  --iters N            timed round trips per size (default 200)', &
       '  --warmup N           untimed round trips before them (default 20)', &
+      '  --batches B          split the timed round trips into B batches of consecutive', &
+      '                       ones (default 10, or N if --iters N is smaller; at most', &
+      '                       --iters); rtt_us is the median of the batch means', &
       '  --inject-error       self-test: corrupt one received element so that the', &
       '                       validation must fail (exit 3)', &
       '  --help               this text', &
@@ -110,11 +116,12 @@ contains
     type(opts), intent(out) :: o
     character(len=:), allocatable :: opt, val, typ, stride_text, sizes_text
     integer(int64), parameter :: INT_MAX = huge(1)
-    integer(int64) :: esize, block, nblocks
+    integer(int64) :: esize, block, nblocks, batches
     integer :: i, k
     logical :: have_stride
     character(len=80) :: num
     have_stride = .false.
+    batches = 0
     typ = 'byte'
     stride_text = ''
     sizes_text = '8:65536'
@@ -127,7 +134,7 @@ contains
       case ('--inject-error')
         o%inject = .true.
       case ('--type', '--stride', '--blocklen', '--send-mode', '--recv-mode', '--sizes', &
-            '--iters', '--warmup')
+            '--iters', '--warmup', '--batches')
         val = cc_next_value(i)
         select case (opt)
         case ('--type');      typ = val
@@ -139,12 +146,14 @@ contains
         case ('--sizes');     sizes_text = val
         case ('--iters');     o%iters = int(cc_parse_int(opt, val, 1_int64, 1000000000_int64))
         case ('--warmup');    o%warmup = int(cc_parse_int(opt, val, 0_int64, 1000000000_int64))
+        case ('--batches');   batches = cc_parse_int(opt, val, 1_int64, 1000000000_int64)
         end select
       case default
         call cc_unknown_option(opt)
       end select
       i = i + 1
     end do
+    o%batches = cc_batch_count(batches, int(o%iters, int64))
     select case (typ)
     case ('byte');   o%dbl = .false.
     case ('double'); o%dbl = .true.
@@ -178,7 +187,7 @@ contains
     type(elems), intent(inout) :: x
     logical, intent(in) :: dbl
     integer, intent(in) :: n
-    integer :: stat, ierr
+    integer :: stat
     if (dbl) then
       allocate(x%d(n), stat=stat)
     else
@@ -186,7 +195,7 @@ contains
     end if
     if (stat /= 0) then
       write(error_unit, '(a,i0,a)') 'ERROR: cannot allocate ', n, ' buffer elements'
-      call MPI_Abort(MPI_COMM_WORLD, CC_EXIT_USAGE, ierr)
+      call cc_abort(CC_EXIT_USAGE)
     end if
   end subroutine
 
@@ -457,8 +466,10 @@ contains
     type(layout) :: l
     type(elems) :: user, echo
     integer(int64) :: it, last, k
-    integer :: ierr
-    real(real64) :: t0, t, total, rtt, v
+    integer(int64), allocatable :: counts(:)
+    integer :: ierr, b
+    real(real64), allocatable :: elapsed(:)
+    real(real64) :: t0, t, rtt, rtt_mean, v
     call layout_init(l, o, bytes, rank)
     call alloc_elems(user, l%dbl, l%slots)
     if (l%dbl) user%d = DOUBLE_GAP
@@ -469,7 +480,9 @@ contains
       call fill_values(l, user, bytes, 0_int64)
     end if
     last = int(o%warmup, int64) + o%iters - 1
-    total = 0
+    allocate(elapsed(o%batches), counts(o%batches))
+    elapsed = 0
+    counts = 0
     call MPI_Barrier(MPI_COMM_WORLD, ierr)
     call cc_check(ierr, 'MPI_Barrier')
     do it = 0, last
@@ -485,7 +498,11 @@ contains
         call send_msg(l, user)
         call recv_msg(l, echo)
         t = MPI_Wtime() - t0
-        if (it >= o%warmup) total = total + t
+        if (it >= o%warmup) then
+          b = 1 + cc_batch_of(it - o%warmup, o%batches, int(o%iters, int64))
+          elapsed(b) = elapsed(b) + t
+          counts(b) = counts(b) + 1
+        end if
         call expect(l, echo, bytes, it, 0_int64)
         call expect(l, echo, bytes, it, l%count - 1_int64)
       else
@@ -503,10 +520,11 @@ contains
         call put(echo, slot_of(l, k), v + 1)
       end if
       run_size = check_all(l, echo, bytes, last)
-      rtt = total / o%iters * 1e6_real64
-      write(output_unit, '(a,i0,a,i0,a,i0,6a)') 'DATA size=', bytes, ' count=', l%count, &
-        ' iters=', o%iters, ' rtt_us=', cc_fixed(rtt, 3), ' oneway_us=', cc_fixed(rtt / 2, 3), &
-        ' bw_MBps=', cc_fixed(real(bytes, real64) / (rtt / 2), 2)
+      call cc_batch_timing(elapsed, counts, rtt, rtt_mean)
+      write(output_unit, '(a,i0,a,i0,a,i0,a,i0,8a)') 'DATA size=', bytes, ' count=', l%count, &
+        ' iters=', o%iters, ' batches=', o%batches, ' rtt_us=', cc_fixed(rtt, 3), ' oneway_us=', &
+        cc_fixed(rtt / 2, 3), ' bw_MBps=', cc_fixed(real(bytes, real64) / (rtt / 2), 2), &
+        ' rtt_mean_us=', cc_fixed(rtt_mean, 3)
       flush(output_unit)
     else
       run_size = check_all(l, user, bytes, last)

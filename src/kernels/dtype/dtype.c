@@ -12,7 +12,7 @@ static const char *const mode_name[NMODES] = {"contig", "stride", "loop", "pack"
 #define DOUBLE_GAP -1.0
 
 struct opts {
-    int is_double, stride, blocklen, iters, warmup, inject, nsizes;
+    int is_double, stride, blocklen, iters, warmup, batches, inject, nsizes;
     enum mode mode[2]; /* layout of rank 0 (--send-mode) and of rank 1 (--recv-mode) */
     size_t *sizes;
 };
@@ -46,6 +46,9 @@ static const char *usage =
     "                       '8,64' or power-of-two range 'lo:hi' (default 8:65536)\n"
     "  --iters N            timed round trips per size (default 200)\n"
     "  --warmup N           untimed round trips before them (default 20)\n"
+    "  --batches B          split the timed round trips into B batches of consecutive\n"
+    "                       ones (default 10, or N if --iters N is smaller; at most\n"
+    "                       --iters); rtt_us is the median of the batch means\n"
     "  --inject-error       self-test: corrupt one received element so that the\n"
     "                       validation must fail (exit 3)\n"
     "  --help               this text\n"
@@ -63,6 +66,7 @@ static enum mode parse_mode(const char *opt, const char *text)
 static void parse_args(int argc, char **argv, struct opts *o)
 {
     const char *type = "byte", *stride = NULL, *sizes = "8:65536", *v;
+    long long batches = 0;
     *o = (struct opts){.blocklen = 1, .iters = 200, .warmup = 20, .mode = {CONTIG, CONTIG}};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
@@ -85,6 +89,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
             o->iters = (int)cc_parse_int("--iters", v, 1, 1000000000);
         } else if ((v = cc_optval(argc, argv, &i, "--warmup"))) {
             o->warmup = (int)cc_parse_int("--warmup", v, 0, 1000000000);
+        } else if ((v = cc_optval(argc, argv, &i, "--batches"))) {
+            batches = cc_parse_int("--batches", v, 1, 1000000000);
         } else {
             cc_unknown_option(argv[i]);
         }
@@ -98,6 +104,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
     o->stride = o->is_double ? 8 : 64;
     if (stride)
         o->stride = (int)cc_parse_int("--stride", stride, 1, INT_MAX);
+    o->batches = cc_batch_count(batches, o->iters);
     if (o->stride < o->blocklen)
         cc_usage_error("--stride %d is smaller than --blocklen %d", o->stride, o->blocklen);
 
@@ -312,7 +319,10 @@ static size_t run_size(const struct opts *o, size_t size, int first, int rank)
         fill_values(&l, user, size, 0);
     }
     long last = (long)o->warmup + o->iters - 1;
-    double total = 0.0;
+    double *elapsed = cc_malloc((size_t)o->batches * sizeof(double), "the batch times");
+    long long *count = cc_malloc((size_t)o->batches * sizeof(long long), "the batch sizes");
+    memset(elapsed, 0, (size_t)o->batches * sizeof(double));
+    memset(count, 0, (size_t)o->batches * sizeof(long long));
     CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     for (long it = 0; it <= last; it++) {
         if (rank == 0) {
@@ -327,8 +337,11 @@ static size_t run_size(const struct opts *o, size_t size, int first, int rank)
             send_msg(&l, user);
             recv_msg(&l, echo);
             double t = MPI_Wtime() - t0;
-            if (it >= o->warmup)
-                total += t;
+            if (it >= o->warmup) {
+                int b = cc_batch_of(it - o->warmup, o->batches, o->iters);
+                elapsed[b] += t;
+                count[b]++;
+            }
         } else {
             recv_msg(&l, user);
         }
@@ -344,12 +357,15 @@ static size_t run_size(const struct opts *o, size_t size, int first, int rank)
     }
     size_t checked = check_all(&l, echo, size, last);
     if (rank == 0) {
-        double rtt = total / o->iters * 1e6;
-        printf("DATA size=%zu count=%d iters=%d rtt_us=%.3f oneway_us=%.3f bw_MBps=%.2f\n", size,
-               l.count, o->iters, rtt, rtt / 2, (double)size / (rtt / 2));
+        struct cc_timing rtt = cc_batch_timing(elapsed, count, o->batches);
+        printf("DATA size=%zu count=%d iters=%d batches=%d rtt_us=%.3f oneway_us=%.3f "
+               "bw_MBps=%.2f rtt_mean_us=%.3f\n", size, l.count, o->iters, o->batches,
+               rtt.median_us, rtt.median_us / 2, (double)size / (rtt.median_us / 2), rtt.mean_us);
         fflush(stdout);
         free(echo);
     }
+    free(elapsed);
+    free(count);
     free(user);
     layout_free(&l);
     return checked;
@@ -362,15 +378,17 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &o);
     int rank = cc_rank();
     if (rank == 0) {
-        printf("# dtype: rank 0 times each round trip with MPI_Wtime (warmup excluded); rtt_us is "
-               "the mean, oneway_us = rtt_us/2, bw_MBps = useful bytes / oneway_us; size counts "
-               "useful bytes only; loop and pack copies are inside the timing\n");
+        printf("# dtype: rank 0 times each round trip with MPI_Wtime (warmup excluded) and sums "
+               "the times of %d batches of consecutive round trips; rtt_us = median of the batch "
+               "means, rtt_mean_us = all batches' time/iters, oneway_us = rtt_us/2, bw_MBps = "
+               "useful bytes / oneway_us; size counts useful bytes only; loop and pack copies are "
+               "inside the timing\n", o.batches);
         fflush(stdout);
     }
     cc_print_meta("dtype",
-                  "type=%s stride=%d blocklen=%d send_mode=%s recv_mode=%s iters=%d warmup=%d",
-                  o.is_double ? "double" : "byte", o.stride, o.blocklen, mode_name[o.mode[0]],
-                  mode_name[o.mode[1]], o.iters, o.warmup);
+                  "type=%s stride=%d blocklen=%d send_mode=%s recv_mode=%s iters=%d warmup=%d "
+                  "batches=%d", o.is_double ? "double" : "byte", o.stride, o.blocklen,
+                  mode_name[o.mode[0]], mode_name[o.mode[1]], o.iters, o.warmup, o.batches);
     long long checked = 0, total = 0;
     for (int s = 0; s < o.nsizes; s++)
         checked += (long long)run_size(&o, o.sizes[s], s == 0, rank);

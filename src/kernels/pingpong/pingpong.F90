@@ -1,5 +1,6 @@
 ! Ping-pong between two ranks (seeds 000/004 and 001; Parkbench COMMS1 of seed 003):
-! rank 0 sends a message, rank 1 sends one back; the mean round trip is timed per size.
+! rank 0 sends a message, rank 1 sends one back; round trips are timed per size in batches,
+! and the median of the batch means is reported.
 #include "cc_mpi.h"
 program pingpong
   CC_USE_MPI
@@ -9,9 +10,11 @@ program pingpong
   implicit none
   type(cc_sweep) :: sw
   integer(int8), allocatable :: sbuf(:), rbuf(:)
-  integer(int64) :: nbytes, it, validated, total
-  real(real64) :: t0, rtt_us, oneway_us
-  integer :: k, rank, peer, ierr
+  integer(int64) :: nbytes, it, first, validated, total
+  integer(int64), allocatable :: counts(:)
+  real(real64), allocatable :: elapsed(:)
+  real(real64) :: t0, rtt_us, rtt_mean_us, oneway_us
+  integer :: k, b, rank, peer, ierr
 
   call cc_init()
   call cc_sweep_args('pingpong', print_usage, sw)
@@ -20,14 +23,17 @@ program pingpong
   peer = 1 - rank
   ! Zero-based like the byte offsets in the messages.
   allocate(sbuf(0:maxval(sw%sizes) - 1), rbuf(0:maxval(sw%sizes) - 1))
+  allocate(elapsed(sw%batches), counts(sw%batches))
   if (rank == 0) write(output_unit, '(a)') '# pingpong: per size MPI_Barrier, ' // &
-    cc_str(sw%warmup) // ' untimed round trips, then MPI_Wtime around ' // cc_str(sw%iters) // &
-    ' round trips; ' // &
-    'rtt_us = elapsed/iters, oneway_us = rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); ' // &
+    cc_str(sw%warmup) // ' untimed round trips, then ' // cc_str(sw%iters) // &
+    ' round trips in ' // cc_str(sw%batches) // ' batches of consecutive ones, MPI_Wtime ' // &
+    'around each batch; rtt_us = median of the batch means, rtt_mean_us = all batches'' ' // &
+    'time/iters, oneway_us = rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); ' // &
     'validated = received messages checked (iteration stamp in first/last 8 bytes of each, ' // &
     'whole payload of the last)'
   call cc_print_meta('pingpong', 'iters=' // cc_str(sw%iters) // ' warmup=' // &
-                     cc_str(sw%warmup) // ' sizes=' // cc_str(size(sw%sizes)))
+                     cc_str(sw%warmup) // ' batches=' // cc_str(sw%batches) // ' sizes=' // &
+                     cc_str(size(sw%sizes)))
 
   validated = 0
   do k = 1, size(sw%sizes)
@@ -39,11 +45,16 @@ program pingpong
     do it = -sw%warmup, -1
       call round_trip(nbytes, it)
     end do
-    t0 = MPI_Wtime()
-    do it = 0, sw%iters - 1
-      call round_trip(nbytes, it)
+    do b = 1, sw%batches
+      first = cc_batch_start(b - 1, sw%batches, sw%iters)
+      counts(b) = cc_batch_start(b, sw%batches, sw%iters) - first
+      t0 = MPI_Wtime()
+      do it = first, first + counts(b) - 1
+        call round_trip(nbytes, it)
+      end do
+      elapsed(b) = MPI_Wtime() - t0
     end do
-    rtt_us = (MPI_Wtime() - t0) / real(sw%iters, real64) * 1.0e6_real64
+    call cc_batch_timing(elapsed, counts, rtt_us, rtt_mean_us)
 
     ! The middle byte lies outside the stamps, so only the whole-payload check sees it.
     if (sw%inject .and. rank == 0 .and. k == 1) rbuf(nbytes / 2) = not(rbuf(nbytes / 2))
@@ -52,8 +63,9 @@ program pingpong
     if (rank == 0) then
       oneway_us = rtt_us / 2
       write(output_unit, '(a)') 'DATA size=' // cc_str(nbytes) // ' iters=' // cc_str(sw%iters) // &
-        ' rtt_us=' // cc_fixed(rtt_us, 4) // ' oneway_us=' // cc_fixed(oneway_us, 4) // &
-        ' bw_MBps=' // cc_fixed(real(nbytes, real64) / oneway_us, 4)
+        ' batches=' // cc_str(sw%batches) // ' rtt_us=' // cc_fixed(rtt_us, 4) // ' oneway_us=' // &
+        cc_fixed(oneway_us, 4) // ' bw_MBps=' // cc_fixed(real(nbytes, real64) / oneway_us, 4) // &
+        ' rtt_mean_us=' // cc_fixed(rtt_mean_us, 4)
       flush(output_unit)
     end if
   end do
@@ -105,11 +117,14 @@ contains
 
   subroutine print_usage()
     write(output_unit, '(a)') 'Usage: pingpong-f [options]   (exactly 2 ranks)', &
-      'Rank 0 sends a message, rank 1 answers; mean round-trip time per message size.', &
+      'Rank 0 sends a message, rank 1 answers; round-trip time per message size, the median', &
+      'of the mean times of batches of consecutive round trips.', &
       '  --sizes LIST    sizes in bytes: a list 8,64,512 or a power-of-two range lo:hi,', &
       '                  k/m suffixes mean KiB/MiB (default 1:1048576, 21 sizes)', &
       '  --iters N       timed round trips per size (default 1000)', &
       '  --warmup N      untimed round trips per size before timing (default 100)', &
+      '  --batches B     split the timed round trips into B batches, each timed on its own', &
+      '                  (default 10, or N if --iters N is smaller; at most --iters)', &
       '  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)', &
       '  --help          print this text'
   end subroutine

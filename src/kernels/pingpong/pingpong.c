@@ -1,14 +1,18 @@
 /* Ping-pong between two ranks (seeds 000/004 and 001; Parkbench COMMS1 of seed 003):
- * rank 0 sends a message, rank 1 sends one back; the mean round trip is timed per size. */
+ * rank 0 sends a message, rank 1 sends one back; round trips are timed per size in batches,
+ * and the median of the batch means is reported. */
 #include "cc_payload.h"
 
 static const char *usage =
     "Usage: pingpong-c [options]   (exactly 2 ranks)\n"
-    "Rank 0 sends a message, rank 1 answers; mean round-trip time per message size.\n"
+    "Rank 0 sends a message, rank 1 answers; round-trip time per message size, the median\n"
+    "of the mean times of batches of consecutive round trips.\n"
     "  --sizes LIST    sizes in bytes: a list 8,64,512 or a power-of-two range lo:hi,\n"
     "                  k/m suffixes mean KiB/MiB (default 1:1048576, 21 sizes)\n"
     "  --iters N       timed round trips per size (default 1000)\n"
     "  --warmup N      untimed round trips per size before timing (default 100)\n"
+    "  --batches B     split the timed round trips into B batches, each timed on its own\n"
+    "                  (default 10, or N if --iters N is smaller; at most --iters)\n"
     "  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)\n"
     "  --help          print this text\n";
 
@@ -52,17 +56,19 @@ int main(int argc, char **argv)
     unsigned char *sbuf = cc_malloc(sw.max, "the send buffer");
     unsigned char *rbuf = cc_malloc(sw.max, "the receive buffer");
     if (rank == 0)
-        printf("# pingpong: per size MPI_Barrier, %lld untimed round trips, then MPI_Wtime around "
-               "%lld round trips; rtt_us = elapsed/iters, oneway_us = rtt_us/2, "
+        printf("# pingpong: per size MPI_Barrier, %lld untimed round trips, then %lld round trips "
+               "in %d batches of consecutive ones, MPI_Wtime around each batch; rtt_us = median "
+               "of the batch means, rtt_mean_us = all batches' time/iters, oneway_us = rtt_us/2, "
                "bw_MBps = size/oneway_us (10^6 B/s); validated = received messages checked "
                "(iteration stamp in first/last 8 bytes of each, whole payload of the last)\n",
-               sw.warmup, sw.iters);
-    cc_print_meta("pingpong", "iters=%lld warmup=%lld sizes=%d", sw.iters, sw.warmup, sw.nsizes);
+               sw.warmup, sw.iters, sw.batches);
+    cc_print_meta("pingpong", "iters=%lld warmup=%lld batches=%d sizes=%d", sw.iters, sw.warmup,
+                  sw.batches, sw.nsizes);
 
     long long validated = 0;
     for (int k = 0; k < sw.nsizes; k++) {
         size_t size = sw.sizes[k];
-        double rtt_us = cc_sweep_time(&sw, round_trip, rank, sbuf, rbuf, size);
+        struct cc_timing rtt = cc_sweep_time(&sw, round_trip, rank, sbuf, rbuf, size);
 
         /* The middle byte lies outside the stamps, so only the whole-payload check sees it. */
         if (sw.inject && rank == 0 && k == 0)
@@ -70,9 +76,10 @@ int main(int argc, char **argv)
         check(rbuf, size, peer, sw.iters - 1, 1);
         validated += sw.warmup + sw.iters;
         if (rank == 0) {
-            double oneway_us = rtt_us / 2;
-            printf("DATA size=%zu iters=%lld rtt_us=%.4f oneway_us=%.4f bw_MBps=%.4f\n", size,
-                   sw.iters, rtt_us, oneway_us, (double)size / oneway_us);
+            double oneway_us = rtt.median_us / 2;
+            printf("DATA size=%zu iters=%lld batches=%d rtt_us=%.4f oneway_us=%.4f bw_MBps=%.4f "
+                   "rtt_mean_us=%.4f\n", size, sw.iters, sw.batches, rtt.median_us, oneway_us,
+                   (double)size / oneway_us, rtt.mean_us);
             fflush(stdout);
         }
     }

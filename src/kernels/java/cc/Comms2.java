@@ -1,0 +1,91 @@
+package cc;
+
+import java.util.Arrays;
+import java.util.Locale;
+import mpi.MPI;
+import mpi.MPIException;
+import mpi.Request;
+
+/** Simultaneous exchange between two ranks (Parkbench COMMS2 of seed 003): both ranks send at
+ *  once, so the link is used in both directions; the exchange is timed per size. */
+public final class Comms2 {
+    static final String USAGE =
+        "Usage: Comms2 [options]   (exactly 2 ranks; MPJ Express, mpiJava 1.2 API)\n"
+        + "Both ranks send to each other at once (full duplex), two rounds per iteration;\n"
+        + "iteration time per message size.\n"
+        + "  --sizes LIST    sizes in bytes: a list 8,64,512 or a power-of-two range lo:hi,\n"
+        + "                  k/m suffixes mean KiB/MiB (default 1:1048576, 21 sizes)\n"
+        + "  --iters N       timed iterations per size (default 1000)\n"
+        + "  --warmup N      untimed iterations per size before timing (default 100)\n"
+        + "  --batches B     the timed iterations in B consecutive batches, each timed;\n"
+        + "                  times are the median of the batch means (default 10, at most N)\n"
+        + "  --inject-error  self-test: rank 0 sends a stale message (an earlier stamp) in the\n"
+        + "                  middle of the first size's timed loop; validation must fail there\n"
+        + "                  (exit 3)\n"
+        + "  --help          print this text\n";
+
+    private Comms2() {
+    }
+
+    public static void main(String[] argv) {
+        Kernel.main(argv, Comms2::run);
+    }
+
+    /** Warm-up iterations are numbered -warmup..-1, timed ones 0..iters-1; two rounds each. */
+    static long seq(long it, int round) {
+        return 2 * it + round + 4294967296L;
+    }
+
+    static void check(Kernel k, byte[] buf, int size, int sender, long it, int round,
+                      boolean whole) {
+        int j = Payload.mismatch(buf, size, sender, seq(it, round), whole);
+        if (j < size)
+            k.validationFailed(Payload.describe(buf, size, sender, seq(it, round), j, "iteration "
+                    + it + (it < 0 ? " (warm-up)" : "") + ", round " + round));
+    }
+
+    static void run(Kernel k) throws MPIException {
+        Sweep sw = new Sweep(k, "comms2", USAGE);
+        int rank = k.rank, peer = 1 - rank;
+        byte[] sbuf = k.bytes(sw.max, "the send buffer");
+        byte[] rbuf = k.bytes(sw.max, "the receive buffer");
+        k.print("# comms2 (Java): one iteration = 2 rounds of (Irecv, Send, Wait) on both ranks at"
+                + " once = 4 messages; per size MPI barrier, " + sw.warmup + " untimed iterations,"
+                + " then " + sw.iters + " iterations in " + sw.batches + " batches timed with"
+                + " System.nanoTime; exchange_us = median of the batch means, exchange_mean_us ="
+                + " elapsed/iters, msg_us = exchange_us/4 (Parkbench COMMS2), bw_MBps ="
+                + " size/msg_us (10^6 B/s); RESULT first_exchange_us = the run's first iteration"
+                + " alone; validated = received messages checked (iteration stamp in first/last 8"
+                + " bytes of each, whole payload of the last)");
+        k.meta("comms2", "iters=" + sw.iters + " warmup=" + sw.warmup + " sizes="
+                + sw.sizes.length + " batches=" + sw.batches);
+        long validated = 0;
+        for (int s = 0; s < sw.sizes.length; s++) {
+            final int size = (int) sw.sizes[s];
+            final long stale = sw.staleIteration(s == 0);
+            Payload.fill(sbuf, size, rank);
+            Arrays.fill(rbuf, 0, size, (byte) 0);
+            Batches b = sw.time(it -> {
+                for (int round = 0; round < 2; round++) {
+                    if (rank == 1 || it != stale || round != 0)
+                        Payload.stamp(sbuf, size, rank, seq(it, round));
+                    Request req = MPI.COMM_WORLD.Irecv(rbuf, 0, size, MPI.BYTE, peer, round);
+                    MPI.COMM_WORLD.Send(sbuf, 0, size, MPI.BYTE, peer, round);
+                    req.Wait();
+                    check(k, rbuf, size, peer, it, round, false);
+                }
+            });
+            check(k, rbuf, size, peer, sw.iters - 1, 1, true);
+            validated += 2 * (sw.warmup + sw.iters);
+            double exchange = b.medianUs(), msg = exchange / 4;
+            k.print(String.format(Locale.ROOT, "DATA size=%d iters=%d batches=%d exchange_us=%.4f "
+                    + "msg_us=%.4f bw_MBps=%.4f exchange_mean_us=%.4f", size, sw.iters,
+                    sw.batches, exchange, msg, size / msg, b.overallUs()));
+        }
+        double first = sw.firstNs / 1e3;
+        k.print(String.format(Locale.ROOT, "RESULT first_size=%d first_exchange_us=%.4f "
+                + "first_message_us=%.4f", sw.sizes[0], first, first / 4));
+        long total = k.sum(validated);
+        k.print("PASS validated=" + total);
+    }
+}

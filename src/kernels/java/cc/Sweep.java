@@ -1,0 +1,91 @@
+package cc;
+
+import mpi.MPI;
+import mpi.MPIException;
+
+/**
+ * The two-rank message sweeps (PingPong, Comms2): their command line and timing loop, as
+ * cc_payload.h, plus batches and the time of the run's first message.
+ */
+final class Sweep {
+    /** One iteration of a sweep: number `it` (negative: warm-up). */
+    interface Step {
+        void run(long it) throws MPIException;
+    }
+
+    final long[] sizes;
+    final int max, batches;
+    final long iters, warmup;
+    final boolean inject;
+    /** The run's first step (first iteration of the first size), timed alone; -1 until run. */
+    long firstNs = -1;
+
+    Sweep(Kernel k, String kernel, String usage) {
+        String sizesText = "1:1048576", batchesText = null, v;
+        long iters = 1000, warmup = 100;
+        boolean inject = false;
+        Args a = new Args(k.args);
+        while (a.next()) {
+            if (a.is("--help"))
+                throw new Kernel.Help(usage);
+            else if ((v = a.value("--sizes")) != null)
+                sizesText = v;
+            else if ((v = a.value("--iters")) != null)
+                iters = Args.parseLong("--iters", v, 1, 1000000000);
+            else if ((v = a.value("--warmup")) != null)
+                warmup = Args.parseLong("--warmup", v, 0, 1000000000);
+            else if ((v = a.value("--batches")) != null)
+                batchesText = v;
+            else if (a.is("--inject-error"))
+                inject = true;
+            else
+                throw a.unknown();
+        }
+        sizes = Args.parseSizes("--sizes", sizesText);
+        long largest = 0;
+        for (long s : sizes) {
+            if (s > Integer.MAX_VALUE - 8)
+                throw k.usage("--sizes: " + s + " bytes do not fit in one Java array (at most "
+                        + (Integer.MAX_VALUE - 8) + ")");
+            largest = Math.max(largest, s);
+        }
+        max = (int) largest;
+        this.iters = iters;
+        this.warmup = warmup;
+        this.inject = inject;
+        batches = Args.batches(batchesText, iters);
+        if (k.size != 2)
+            throw k.usage(kernel + " needs exactly 2 ranks, got " + k.size);
+    }
+
+    /** Times `step` for one size: MPI barrier, `warmup` untimed iterations, then `iters` timed
+     *  ones in consecutive batches. */
+    Batches time(Step step) throws MPIException {
+        MPI.COMM_WORLD.Barrier();
+        for (long it = -warmup; it < 0; it++)
+            call(step, it);
+        Batches b = new Batches(iters, batches);
+        for (int j = 0; j < b.count; j++) {
+            long end = b.first(j + 1), t0 = System.nanoTime();
+            for (long it = b.first(j); it < end; it++)
+                call(step, it);
+            b.add(j, System.nanoTime() - t0);
+        }
+        return b;
+    }
+
+    private void call(Step step, long it) throws MPIException {
+        if (firstNs >= 0) {
+            step.run(it);
+            return;
+        }
+        long t0 = System.nanoTime();
+        step.run(it);
+        firstNs = System.nanoTime() - t0;
+    }
+
+    /** The timed iteration at which --inject-error makes rank 0 send a stale message. */
+    long staleIteration(boolean firstSize) {
+        return inject && firstSize ? iters / 2 : Long.MIN_VALUE;
+    }
+}

@@ -1,0 +1,161 @@
+"""The acceptance scenario a site lives, for real: baseline, clean rerun, real degradations.
+
+A baseline is recorded from repeated launches on both Debian stacks; a clean rerun passes the
+gate; then each stack is really degraded — Open MPI forced off shared memory
+(``OMPI_MCA_btl=self,tcp``), MPICH's UCX forced onto TCP (``UCX_TLS=tcp,self``), and both
+ranks confined to one core by a cpuset cgroup (what a scheduler's cpuset does; MPI binding
+cannot escape it) — and ``commcheck compare`` must flag that stack's latency and bandwidth and
+exit 1, naming what else changed. No mocks: real ReFrame sessions, real MPI, real kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commcheck import paths
+from tests.conftest import BIN, STACKS, commcheck_cmd, needs_stacks
+
+pytestmark = [needs_stacks(), pytest.mark.integration]
+
+DEBIAN = {s.mpi.flavour: s.name for s in STACKS if s.mpi.prefix == '/usr' and
+          s.compiler.family == 'gnu'}
+REPEATS = 6
+SWEEP = ['-n', 'PingPong%lang=c', '-S', 'sizes=8,1024,1048576', '-S', 'iters=400']
+CPUSET = Path('/sys/fs/cgroup/cpuset')
+
+
+def reframe(env, *args, preexec=None):
+    cmd = [str(BIN / 'reframe'), '-C', str(paths.CONFIG_DIR / 'local.py'), '-c',
+           str(paths.CHECKS_DIR), '-r', *SWEEP, '--repeat', str(REPEATS), *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800,
+                          preexec_fn=preexec)
+
+
+def compare(env, *args):
+    return subprocess.run([commcheck_cmd(), 'compare', *args], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def gate_json(env) -> dict:
+    newest = max((Path(env['COMMCHECK_REPORTS']) / 'gate').glob('*.json'),
+                 key=lambda p: p.stat().st_mtime)
+    return json.loads(newest.read_text())
+
+
+def flagged(record: dict, environ: str) -> set[str]:
+    return {c['variable'] for c in record['comparisons']
+            if c['verdict'] == 'regressed' and c['environ'] == environ}
+
+
+@pytest.fixture(scope='module')
+def site_env(tmp_path_factory):
+    if set(DEBIAN) != {'mpich', 'openmpi'}:
+        pytest.skip("the scenario needs Debian's MPICH and Open MPI")
+    base = tmp_path_factory.mktemp('gate')
+    env = dict(os.environ, COMMCHECK_STATE=str(base / 'state'),
+               COMMCHECK_REPORTS=str(base / 'reports'),
+               RFM_REFERENCE_PREFIX=str(base / 'refs'))
+    env['PATH'] = f'{BIN}{os.pathsep}{env["PATH"]}'
+    (base / 'reports').mkdir()
+    done = reframe(env, '-p', f'^({DEBIAN["mpich"]}|{DEBIAN["openmpi"]})$')
+    assert done.returncode == 0, done.stdout[-3000:]
+    base_line = subprocess.run([commcheck_cmd(), 'baseline', '--last', '1'], env=env,
+                               capture_output=True, text=True, timeout=600)
+    assert base_line.returncode == 0, base_line.stderr
+    assert 'baselined 6 variable(s)' in base_line.stdout
+    return env
+
+
+def test_the_baseline_gates_plain_reframe_too(site_env):
+    refs = Path(site_env['RFM_REFERENCE_PREFIX']) / 'local.yaml'
+    assert 'latency_8B' in refs.read_text()
+    assert (refs.parent / 'local.baseline.json').exists()
+
+
+def test_a_clean_rerun_is_not_flagged(site_env):
+    done = reframe(site_env, '-p', f'^({DEBIAN["mpich"]}|{DEBIAN["openmpi"]})$')
+    assert done.returncode == 0, done.stdout[-3000:]
+    gate = compare(site_env)
+    assert gate.returncode == 0, gate.stdout[-3000:] + gate.stderr
+    record = gate_json(site_env)
+    assert record['counts']['regressed'] == 0
+    assert record['counts']['unchanged'] + record['counts']['improved'] == 6
+
+
+def _degraded(site_env, environ, extra_env, preexec=None):
+    env = dict(site_env, **extra_env)
+    done = reframe(env, '-p', f'^{environ}$', preexec=preexec)
+    # ReFrame's own gate, on the references `commcheck baseline` wrote, fails the run too.
+    assert done.returncode != 0 and 'failed to meet reference' in done.stdout, done.stdout[-2000:]
+    gate = compare(site_env)
+    assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr
+    record = gate_json(site_env)
+    return record, gate.stdout
+
+
+def test_open_mpi_off_shared_memory_is_flagged(site_env):
+    record, out = _degraded(site_env, DEBIAN['openmpi'], {'OMPI_MCA_btl': 'self,tcp'})
+    assert {'latency_8B', 'latency_1024B'} <= flagged(record, DEBIAN['openmpi'])
+    changes = [c['provenance_changes'] for c in record['comparisons']
+               if c['verdict'] == 'regressed']
+    assert all(ch.get('env.OMPI_MCA_btl') == ['', 'self,tcp'] for ch in changes)
+    assert 'env.OMPI_MCA_btl  -> self,tcp' in out
+
+
+def test_mpich_onto_tcp_is_flagged(site_env):
+    # UCX_TCP_PUT_ENABLE=n: Debian's UCX 1.13 hangs on large messages over TCP without it.
+    record, _ = _degraded(site_env, DEBIAN['mpich'], {'UCX_TLS': 'tcp,self',
+                                                      'UCX_TCP_PUT_ENABLE': 'n'})
+    assert {'latency_8B', 'latency_1024B'} <= flagged(record, DEBIAN['mpich'])
+
+
+def _confine_to_cpu0():
+    group = CPUSET / f'commcheck-test-{os.getpid()}'
+    group.mkdir(exist_ok=True)
+    (group / 'cpuset.cpus').write_text('0')
+    (group / 'cpuset.mems').write_text((CPUSET / 'cpuset.mems').read_text().strip())
+    return group
+
+
+@pytest.mark.skipif(not (CPUSET / 'tasks').exists() or os.geteuid() != 0,
+                    reason='needs root and a cgroup-v1 cpuset hierarchy')
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason='one core: nothing to confine')
+def test_both_ranks_on_one_core_is_flagged_and_said(site_env):
+    group = _confine_to_cpu0()
+    try:
+        record, _ = _degraded(site_env, DEBIAN['openmpi'], {},
+                              preexec=lambda: (group / 'tasks').write_text(str(os.getpid())))
+    finally:
+        subprocess.run(['sh', '-c', f'cat {group}/tasks > {CPUSET}/tasks 2>/dev/null; '
+                                    f'rmdir {group}'], check=False)
+    assert {'latency_8B', 'bw_1048576B'} <= flagged(record, DEBIAN['openmpi'])
+    changes = [c['provenance_changes'] for c in record['comparisons']
+               if c['verdict'] == 'regressed']
+    assert all(ch.get('affinity_cpus') == ['2', '1'] for ch in changes), changes
+    runs = sorted((Path(site_env['COMMCHECK_REPORTS']) / 'runs').glob('*.json'),
+                  key=lambda p: p.stat().st_mtime)
+    cases = [tc for run in json.loads(runs[-1].read_text())['runs'] for tc in run['testcases']
+             if not tc['fixture']]
+    assert all('ran confined to 1 CPU' in (tc['fail_reason'] or '') for tc in cases)
+
+
+def test_environments_compared_within_a_session(site_env):
+    """The upgrade question, on two stacks measured in one session."""
+    gate = compare(site_env, '--session', _first_session(site_env), '--environ',
+                   DEBIAN['mpich'], '--against', DEBIAN['openmpi'])
+    assert gate.returncode in (0, 1), gate.stderr
+    record = gate_json(site_env)
+    assert {c['environ'] for c in record['comparisons']} == {
+        f'{DEBIAN["openmpi"]} vs {DEBIAN["mpich"]}'}
+    assert all(c['provenance_changes'].get('mpi') == ['mpich', 'openmpi']
+               for c in record['comparisons'])
+
+
+def _first_session(env) -> str:
+    from commcheck import history
+    return history.read_db(Path(env['COMMCHECK_REPORTS']) / 'results.db')[0].uuid
