@@ -16,8 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import yaml
-
+from commcheck import yamltext
 from commcheck.errors import UserError
 
 SPECIAL_INDEX = ('$system', '$partition', '$environ')
@@ -25,18 +24,6 @@ SPECIAL_INDEX = ('$system', '$partition', '$environ')
 
 class ReferenceFileError(UserError):
     pass
-
-
-def _lines(node, path=(), out=None):
-    out = {} if out is None else out
-    out[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            _lines(value, path + (str(key.value),), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _lines(item, path + (index,), out)
-    return out
 
 
 def _number(value) -> bool:
@@ -78,28 +65,14 @@ def _walk(data, depth: int, path: tuple):
         yield from _walk(value, depth - 1, path + (str(key),))
 
 
-def yaml_error(err: yaml.YAMLError, source: str) -> str:
-    """One line for a YAML error: the file, the line if known, what is wrong."""
-    mark = getattr(err, 'problem_mark', None)
-    where = f'{source}:{mark.line + 1}' if mark else source
-    problem = (getattr(err, 'problem', None) or getattr(err, 'reason', None)
-               or str(err).splitlines()[0])
-    return f'{where}: not valid YAML: {" ".join(str(problem).split())}'
-
-
 def validate_text(text: str, source: str) -> None:
     """Raises :class:`ReferenceFileError` naming ``source``, the line and the key."""
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ReferenceFileError(yaml_error(err, source)) from None
+    data, lines = yamltext.load(text, source, ReferenceFileError)
     if data is None:
         return
     if not isinstance(data, dict):
         raise ReferenceFileError(f'{source}: the top level must map check names to '
                                  f'references, got a {type(data).__name__}')
-    lines = _lines(node)
     for check, entry in data.items():
         where = f'{source}:{lines.get((str(check),), "?")}'
         if not isinstance(entry, dict):
@@ -115,7 +88,7 @@ def validate_text(text: str, source: str) -> None:
             depth = len(index)
         body = {k: v for k, v in entry.items() if k != '$index'}
         for path, problem in _walk(body, depth, (str(check),)):
-            line = lines.get(path) or lines.get(path[:-1], '?')
+            line = yamltext.line_of(lines, path) or '?'
             raise ReferenceFileError(f'{source}:{line}: {".".join(path)}: {problem}')
 
 

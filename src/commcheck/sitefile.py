@@ -12,33 +12,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from commcheck import paths
-from commcheck.references import yaml_error
+from commcheck import paths, yamltext
 from commcheck.site import Site, SiteError
 
 SITES_DIR = paths.CONFIG_DIR / 'sites'
-
-
-def _positions(node, path=(), out=None) -> dict[tuple, int]:
-    """Key path -> 1-based line of a composed YAML node tree."""
-    out = {} if out is None else out
-    out[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            out[path + (key.value,)] = key.start_mark.line + 1
-            _positions(value, path + (key.value,), out)
-            out[path + (key.value,)] = key.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _positions(item, path + (index,), out)
-    return out
-
-
-def _line(positions: dict, loc: tuple) -> int | None:
-    for cut in range(len(loc), -1, -1):
-        if tuple(loc[:cut]) in positions:
-            return positions[tuple(loc[:cut])]
-    return None
 
 
 def _key_path(loc: tuple) -> str:
@@ -70,7 +47,7 @@ def describe(err: ValidationError, positions: dict, source: str) -> str:
     errors = err.errors()
     first = errors[0]
     loc = tuple(first['loc'])
-    line = _line(positions, loc)
+    line = yamltext.line_of(positions, loc)
     where = f'{source}:{line}' if line else source
     if first['type'] == 'extra_forbidden':
         known = ', '.join(_known_keys(Site, loc[:-1]))
@@ -86,18 +63,14 @@ def describe(err: ValidationError, positions: dict, source: str) -> str:
 
 
 def parse(text: str, source: str) -> Site:
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise SiteError(yaml_error(err, source)) from None
+    data, positions = yamltext.load(text, source, SiteError)
     if not isinstance(data, dict):
         raise SiteError(f'{source}: a site file is a mapping (site name, partitions, stacks), '
                         f'got {type(data).__name__}')
     try:
         return Site.model_validate(data)
     except ValidationError as err:
-        raise SiteError(describe(err, _positions(node), source)) from None
+        raise SiteError(describe(err, positions, source)) from None
 
 
 def load(path: str | Path) -> Site:

