@@ -1,0 +1,40 @@
+"""The one object every section reads, and the one shape every section returns."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from commcheck.baseline import BaselineFile
+from commcheck.history import Session, Warn
+from commcheck.report.model import Case, Measurements
+from commcheck.report.plots import Plotter
+
+
+@dataclasses.dataclass
+class Context:
+    sessions: list[Session]             # the reported sessions, oldest first
+    cases: list[Case]                   # their test cases, fixtures included
+    values: Measurements                # their performance values, fixtures excluded
+    environments: list[str]
+    gate: dict | None                   # ``commcheck compare`` record of these sessions
+    history: list[Session]              # stored sessions for the history section
+    baselines: dict[str, BaselineFile]  # system -> baseline file, where one exists
+    plots: Plotter
+    warn: Warn
+
+    def languages(self, environ: str) -> tuple[str, ...] | None:
+        """Languages an environment offers, as its tests recorded them (provenance), or None
+        when none of its tests recorded them."""
+        for case in self.cases:
+            if case.environ == environ and case.languages:
+                return case.languages
+        return None
+
+
+@dataclasses.dataclass
+class Section:
+    """What a section module returns; its id and title are the registry's
+    (:data:`commcheck.report.sections.SECTIONS`)."""
+    data: dict                          # every number the section shows (data.json)
+    template: str                       # templates/sections/<template>
+    plots: list[dict] = dataclasses.field(default_factory=list)

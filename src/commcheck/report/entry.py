@@ -1,0 +1,82 @@
+"""The two ways the command line asks for a report: of the session ``commcheck run`` just ran
+(its run report), and of stored sessions (``commcheck report [SESSION...]``). Both take the
+stored sessions as history and the gate's JSON (``<reports>/gate/<uuid>.json``) when there is one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from commcheck import history
+from commcheck.history import HistoryError, Session, Warn
+from commcheck.report.build import write_report
+from commcheck.report.inputs import load_gate, load_run_report
+
+
+def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
+    """``commcheck compare`` writes its JSON under the newest judged session's uuid."""
+    for session in reversed(sessions):
+        record = load_gate(Path(reports_dir) / 'gate' / f'{session.uuid}.json', warn)
+        if record is not None:
+            return record
+    return None
+
+
+def stored_sessions(db: Path, warn: Warn) -> list[Session]:
+    try:
+        return history.read_db(db, warn)
+    except HistoryError as err:
+        warn(f'{err}; the report has no history')
+        return []
+
+
+class _Collect:
+    """Warns, and keeps what it warned: the page lists the problems met while reading."""
+
+    def __init__(self, warn: Warn):
+        self.warn, self.seen = warn, []
+
+    def __call__(self, message: str) -> None:
+        self.seen.append(message)
+        self.warn(message)
+
+
+def report_of_run(run_report: Path, reports_dir: Path, db: Path,
+                  warn: Warn = history.warn_stderr) -> Path | None:
+    """The report of a run report's session; a damaged run report gives what it holds, an
+    unreadable one the newest stored session (said so). None only when nothing can be read."""
+    warn = _Collect(warn)
+    session = load_run_report(run_report, warn)
+    stored = stored_sessions(db, warn)
+    if session is None:
+        if not stored:
+            warn(f'{run_report}: unreadable and no stored session; no report written')
+            return None
+        session = stored[-1]
+        warn(f'reporting the newest stored session {session.uuid} instead')
+    gate = gate_record([session], reports_dir, warn)
+    return write_report([session], reports_dir, history_sessions=stored, gate=gate,
+                        warn=warn.warn, notes=warn.seen)
+
+
+def report_of_stored(db: Path, wanted: list[str], out_root: Path, reports_dir: Path,
+                     warn: Warn = history.warn_stderr) -> Path:
+    """The report of stored sessions (uuid prefixes; none: the newest). A prefix that matches
+    no session is a warning; HistoryError when no session at all is left to report on."""
+    warn = _Collect(warn)
+    stored = history.read_db(db, warn)
+    chosen: dict[str, Session] = {}
+    for want in wanted:
+        try:
+            chosen.update((s.uuid, s) for s in history.select(stored, uuids=[want]))
+        except HistoryError as err:
+            warn(f'{err}; left out of the report')
+    if not wanted:
+        chosen = {s.uuid: s for s in stored[-1:]}
+    if not chosen:
+        raise HistoryError(f'{db}: no stored session to report on'
+                           + (f' (asked for {", ".join(wanted)})' if wanted else ''))
+    sessions = list(chosen.values())
+    gate = gate_record(sessions, reports_dir, warn)
+    return write_report(sessions, out_root, history_sessions=stored, gate=gate,
+                        warn=warn.warn, notes=warn.seen)

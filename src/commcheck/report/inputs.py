@@ -1,0 +1,108 @@
+"""Reading what a report is made of, never failing: a run report (salvaged if truncated), the
+gate's JSON, the baseline file. Each problem is one warning; what can be read is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from commcheck import baseline, history, paths
+from commcheck.history import HistoryError, Session, Warn
+
+
+def _salvage(text: str) -> dict | None:
+    """The session information and the complete test cases of a truncated run report.
+
+    ReFrame writes ``{"session_info": {...}, "runs": [{..., "testcases": [{...}, ...``: each
+    object that was written completely is decoded; the cut-off tail is dropped.
+    """
+    decoder = json.JSONDecoder()
+    start = text.find('"session_info"')
+    if start < 0:
+        return None
+    try:
+        info, _ = decoder.raw_decode(text, text.index('{', start))
+    except ValueError:
+        return None
+    cases, pos = [], text.find('"testcases"')
+    while pos >= 0:
+        pos = text.find('[', pos) + 1
+        while pos > 0:
+            while pos < len(text) and text[pos] in ' \t\r\n,':
+                pos += 1
+            if pos >= len(text) or text[pos] != '{':
+                break
+            try:
+                case, pos = decoder.raw_decode(text, pos)
+            except ValueError:
+                pos = -1
+                break
+            cases.append(case)
+        pos = text.find('"testcases"', pos) if pos > 0 else -1
+    return {'session_info': info, 'runs': [{'testcases': cases}]}
+
+
+def load_run_report(path: str | Path, warn: Warn) -> Session | None:
+    """The session of a run report; a truncated one gives what it holds, with a warning."""
+    path = Path(path)
+    try:
+        return history.read_run_report(path, warn)
+    except HistoryError as err:
+        warn(str(err))
+    try:
+        text = path.read_text(encoding='utf-8', errors='replace')
+    except OSError:
+        return None
+    salvaged = _salvage(text)
+    if not salvaged:
+        return None
+    try:
+        session = history.session_from_report(salvaged, str(path), warn)
+    except HistoryError as err:
+        warn(str(err))
+        return None
+    warn(f'{path}: damaged or truncated; the report shows the {len(session.cases)} test '
+         f'case(s) that were written completely')
+    return session
+
+
+GATE_FIELDS = ('sessions', 'comparisons')
+
+
+def load_gate(path: str | Path, warn: Warn) -> dict | None:
+    """A gate JSON written by ``commcheck compare``, or None (absent: silently; bad: warned)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        warn(f'{path}: not a readable gate record ({err}); no regression table')
+        return None
+    if not (isinstance(record, dict) and isinstance(record.get('sessions'), list)
+            and isinstance(record.get('comparisons'), list)):
+        warn(f'{path}: not a gate record of `commcheck compare` (no sessions/comparisons); '
+             f'no regression table')
+        return None
+    return record
+
+
+def references_dir() -> Path:
+    return Path(os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
+
+
+def load_baselines(systems: list[str], warn: Warn) -> dict[str, baseline.BaselineFile]:
+    """The baseline file of each system, where one exists
+    (``<references>/<system>.baseline.json``)."""
+    out = {}
+    for system in systems:
+        path = baseline.baseline_path(references_dir(), system)
+        if not path.exists():
+            continue
+        try:
+            out[system] = baseline.load(path)
+        except baseline.BaselineError as err:
+            warn(f'{err}; the history shows no baseline band')
+    return out

@@ -1,0 +1,154 @@
+"""4. The shared-memory stencil: time, speedup, efficiency and the fraction of the memory
+bandwidth bound per variant and rank count (oversubscribed points drawn apart), and the Fortran
+pointer study."""
+
+from __future__ import annotations
+
+from commcheck.report.context import Context, Section
+from commcheck.report.model import checks, text
+from commcheck.report.plots import Painter
+
+VARIABLES = ('time', 'speedup', 'efficiency', 'bw_fraction', 'glups', 'stream_copy',
+             'halo_share')
+#: Rows of the stencil figure (efficiency is speedup against the ideal line; the table has it).
+PANELS = (('time', 'time (s)'), ('speedup', 'speedup over sequential'),
+          ('bw_fraction', 'fraction of memory bound'))
+PHASES = ('init', 'read', 'write', 'total')
+
+
+def grid(ctx: Context, check_names) -> dict:
+    """The problem size the tests ran (their n and steps variables), as recorded."""
+    found = {}
+    for case in ctx.cases:
+        if case.check in check_names and not case.fixture:
+            for key in ('n', 'steps'):
+                value = case.raw.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    found.setdefault(key, set()).add(value)
+    return {k: sorted(v) for k, v in found.items()}
+
+
+def rows_of(ctx: Context) -> list[dict]:
+    rows = []
+    for t in ctx.values.tests(checks('stencil')):
+        ranks = t.param('ranks')
+        if not ranks.isdigit():
+            continue
+        row = {'environ': t.environ, 'lang': t.param('lang'), 'variant': t.param('variant'),
+               'ranks': int(ranks), 'oversubscribed': ctx.values.oversubscribed(t)}
+        row.update({v: ctx.values.value(t, v) for v in VARIABLES})
+        rows.append(row)
+    order = {e: i for i, e in enumerate(ctx.environments)}
+    variants = {v: i for i, v in enumerate(dict.fromkeys(r['variant'] for r in rows))}
+    return sorted(rows, key=lambda r: (r['lang'], order.get(r['environ'], 99),
+                                       variants[r['variant']], r['ranks']))
+
+
+def _plot(p: Painter, rows: list[dict], lang: str):
+    mine = [r for r in rows if r['lang'] == lang]
+    variants = list(dict.fromkeys(r['variant'] for r in mine))
+    if not variants:
+        return None
+    fig, axes = p.figure(min(16.0, 0.9 + 3.0 * len(variants)), 1.7 + 1.9 * len(PANELS),
+                         ncols=len(variants), nrows=len(PANELS), sharex=True,
+                         sharey='row', bottom=1.2, wspace=0.2, hspace=0.2)
+    envs = list(dict.fromkeys(r['environ'] for r in mine))
+    drawn_over = False
+    for col, variant in enumerate(variants):
+        for row_i, (var, ylabel) in enumerate(PANELS):
+            ax = axes[row_i][col]
+            for env in envs:
+                pts = [r for r in mine if r['variant'] == variant and r['environ'] == env
+                       and r[var] is not None]
+                if not pts:
+                    continue
+                color = p.color(env)
+                normal = [r for r in pts if not r['oversubscribed']]
+                over = [r for r in pts if r['oversubscribed']]
+                ax.plot([r['ranks'] for r in normal], [r[var] for r in normal], '-o', ms=4,
+                        color=color, label=env)
+                if over:
+                    joined = normal[-1:] + over
+                    ax.plot([r['ranks'] for r in joined], [r[var] for r in joined], ':',
+                            color=color, lw=1)
+                    ax.plot([r['ranks'] for r in over], [r[var] for r in over], 'X', ms=7,
+                            markerfacecolor='white', markeredgecolor=color)
+                    drawn_over = True
+            if var == 'speedup':
+                ranks = sorted({r['ranks'] for r in mine})
+                ax.plot(ranks, ranks, color='grey', lw=0.6, linestyle='--', label='ideal')
+            if row_i == 0:
+                ax.set_title(variant, fontsize=10)
+            if col == 0:
+                ax.set_ylabel(ylabel, fontsize=8)
+            if row_i == len(PANELS) - 1:
+                ax.set_xlabel('ranks')
+                ax.set_xticks(sorted({r['ranks'] for r in mine}))
+            ax.grid(True, alpha=0.3)
+    if drawn_over:
+        axes[0][0].plot([], [], 'X', ms=7, markerfacecolor='white', markeredgecolor='grey',
+                        linestyle=':', color='grey', label='oversubscribed (not gated)')
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc='lower center', ncols=min(4, len(labels)), fontsize=7,
+                   frameon=False)
+    return fig
+
+
+def pointer_rows(ctx: Context) -> list[dict]:
+    rows = []
+    for t in ctx.values.tests(checks('pointers')):
+        row = {'environ': t.environ, 'variant': t.param('variant')}
+        row.update({p: ctx.values.value(t, p) for p in PHASES})
+        rows.append(row)
+    return rows
+
+
+def _plot_pointers(p: Painter, rows: list[dict]):
+    drawn = [r for r in rows if any(r[p] is not None for p in PHASES)]
+    if not drawn:
+        return None
+    variants = list(dict.fromkeys(r['variant'] for r in drawn))
+    envs = list(dict.fromkeys(r['environ'] for r in drawn))
+    phases = ('read', 'write', 'total')
+    fig, axes = p.figure(min(14.0, 3.6 * len(phases)), 3.4, ncols=len(phases),
+                         left=0.95, wspace=1.05, bottom=0.45)
+    width = 0.8 / len(envs)
+    for ax, phase in zip(axes[0], phases):
+        for i, env in enumerate(envs):
+            mine = {r['variant']: r[phase] for r in drawn if r['environ'] == env}
+            xs = [k + (i - (len(envs) - 1) / 2) * width for k, v in enumerate(variants)
+                  if mine.get(v) is not None]
+            ys = [mine[v] for v in variants if mine.get(v) is not None]
+            ax.bar(xs, ys, width * 0.92, color=p.color(env), label=env)
+        ax.set_xticks(range(len(variants)), variants)
+        ax.set_title(phase, fontsize=10)
+        ax.set_ylabel('seconds')
+        ax.grid(True, axis='y', alpha=0.3)
+    axes[0][-1].legend(fontsize=7)
+    return fig
+
+
+def build(ctx: Context) -> Section:
+    rows = rows_of(ctx)
+    langs = list(dict.fromkeys(r['lang'] for r in rows))
+    pointers = pointer_rows(ctx)
+    plots = [ctx.plots.draw(_plot, f'stencil-{lang}', f'Stencil ({lang}): time, speedup (against '
+                            f'the ideal line) and fraction of the memory bound per variant and '
+                            f'rank count', rows, lang) for lang in langs]
+    if pointers:
+        plots.append(ctx.plots.draw(_plot_pointers, 'pointers', 'Fortran pointer study: read, '
+                                    'write and total time per variant and stack', pointers))
+    over = sorted({(r['environ'], r['ranks']) for r in rows if r['oversubscribed']})
+    cores = sorted({text(c.provenance.get('cores')) for c in ctx.cases
+                    if c.check in checks('stencil') and c.provenance.get('cores')})
+    return Section({
+        'rows': rows, 'languages': langs, 'grid': grid(ctx, checks('stencil')),
+        'oversubscribed': [{'environ': e, 'ranks': n} for e, n in over],
+        'pointers': pointers, 'pointer_grid': grid(ctx, checks('pointers')), 'cores': cores},
+        'stencil.html.j2', plots)
