@@ -12,6 +12,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
 
 from commcheck import osu, records
+from commcheck.experiments import BY_CHECK
 from commcheck.rfm.build import KernelsBuild, osu_program
 from commcheck.rfm.mixins import StackCheck
 
@@ -25,7 +26,7 @@ BENCHMARKS = {'osu_latency': ('latency', 'us'), 'osu_bw': ('bw', 'MB/s'),
 class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
     descr = 'OSU Micro-Benchmarks point-to-point, the reference peer of PingPong'
     valid_systems = ['*']
-    valid_prog_environs = ['+osu']
+    valid_prog_environs = [f'+{f}' for f in BY_CHECK['OsuPt2Pt'].needs]
     benchmark = parameter(list(BENCHMARKS))
     is_pair = True
     kernels = fixture(KernelsBuild, scope='environment')

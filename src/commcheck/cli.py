@@ -128,7 +128,11 @@ NOTHING_RAN = re.compile(r'Ran 0/0 test case')
 def cmd_run(args) -> int:
     from commcheck import preflight, sitefile
     check_reports_dir()
-    sitefile.load_named(args.site)          # a bad site file is one line here, not in ReFrame
+    site = sitefile.load_named(args.site)   # a bad site file is one line here, not in ReFrame
+    from commcheck.experiments import unselected
+    from commcheck.rfmconfig import features
+    for line in unselected({s.id: features(s) for s in site.stacks}):
+        print(f'commcheck: {line}')
     for folder in (paths.RUNS_DIR, paths.PERFLOG_DIR):
         folder.mkdir(parents=True, exist_ok=True)
     for line in preflight.protect(paths.PERFLOG_DIR, paths.RESULTS_DB):
@@ -192,6 +196,11 @@ def cmd_site(args) -> int:
     return 0
 
 
+def cmd_mirror(args) -> int:
+    from commcheck import mirror
+    return mirror.main(args)
+
+
 def cmd_setup_mpi(args) -> int:
     from commcheck import wheels
     return wheels.ensure_mpi()
@@ -222,8 +231,8 @@ def cmd_baseline(args) -> int:
         systems = [args.system]
     if len(systems) != 1:
         raise UsageError(f'the sessions measured systems {systems}: choose one with --system')
-    policy = baseline.Policy(min_samples=args.min_samples, floor=args.floor,
-                             all_variables=args.all)
+    floor = baseline.Policy.floor if args.floor is None else args.floor
+    policy = baseline.Policy(min_samples=args.min_samples, floor=floor, all_variables=args.all)
     variables = baseline.compute(sessions, systems[0], policy, history.warn_stderr)
     ref_dir = Path(args.refs or os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
     written = baseline.write(ref_dir, systems[0], sessions, variables, policy)
@@ -300,6 +309,12 @@ def parser() -> argparse.ArgumentParser:
     setup = sub.add_parser('setup-mpi', help='install the PyPI MPI wheels (COMMCHECK_WHEELS)')
     setup.set_defaults(func=cmd_setup_mpi)
 
+    mirror = sub.add_parser('mirror', help='make the Spack source mirror an air-gapped site '
+                                           'needs (OSU and what it needs)')
+    mirror.add_argument('dir', type=output_dir, help='mirror directory (created, or added to)')
+    mirror.add_argument('--site', default=os.environ.get('COMMCHECK_SITE') or 'local')
+    mirror.set_defaults(func=cmd_mirror)
+
     bench = sub.add_parser('bench', help='benchmarks: our ping-pong beside NetPIPE/OSU, or the '
                                          "gate's false-positive rate and power")
     bench.add_argument('what', nargs='?', choices=('pingpong', 'gate'), default='pingpong')
@@ -315,8 +330,8 @@ def parser() -> argparse.ArgumentParser:
     base.add_argument('--system', help='the system to baseline (default: the only one)')
     base.add_argument('--min-samples', type=positive_int, default=5,
                       help='launches a variable needs (default 5)')
-    base.add_argument('--floor', type=fraction, default=0.05,
-                      help='narrowest reference bound, a fraction (default 0.05)')
+    base.add_argument('--floor', type=fraction,
+                      help='narrowest one-launch reference bound, a fraction (default 0.2)')
     base.add_argument('--all', action='store_true', help='every variable, not only key ones')
     base.add_argument('--refs', type=output_dir, help='reference directory (default: '
                                                       'RFM_REFERENCE_PREFIX or config/references)')
@@ -333,8 +348,8 @@ def parser() -> argparse.ArgumentParser:
     comp.add_argument('--environ', metavar='OLD', help='compare two environments of the '
                                                        'session(s): OLD ...')
     comp.add_argument('--against', metavar='NEW', help='... against NEW')
-    comp.add_argument('--min-effect', type=fraction, default=0.10,
-                      help='smallest change that can flag (default 0.10)')
+    comp.add_argument('--min-effect', type=fraction, default=0.20,
+                      help='smallest change that can flag (default 0.20)')
     comp.add_argument('--alpha', type=fraction, default=0.05,
                       help='false discovery rate over the variables (default 0.05)')
     comp.add_argument('--min-samples', type=positive_int, default=3)

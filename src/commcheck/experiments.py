@@ -80,6 +80,8 @@ class Experiment:
     seed_mode: tuple[str, ...] = ()
     #: ``reframe --mode quick``: a smoke test of every check on every stack (CI, a first look).
     quick_mode: tuple[str, ...] = ()
+    #: Environment features beyond a language that the check selects on (see FEATURE_SOURCES).
+    needs: tuple[str, ...] = ()
 
 
 EXPERIMENTS = (
@@ -91,7 +93,7 @@ EXPERIMENTS = (
         seed_mode=('iters=2000',), quick_mode=('iters=100', 'warmup=10')),
     Experiment(
         check='OsuPt2Pt', title='OSU Micro-Benchmarks point-to-point', kernels=(),
-        seeds=(), section='p2p',
+        seeds=(), section='p2p', needs=('osu',),
         key_variables=(('latency_8B', LOWER_IS_BETTER), ('latency_1024B', LOWER_IS_BETTER),
                        ('bw_1048576B', HIGHER_IS_BETTER), ('bibw_1048576B', HIGHER_IS_BETTER))),
     Experiment(
@@ -124,6 +126,20 @@ EXPERIMENTS = (
 )
 
 BY_CHECK = {e.check: e for e in EXPERIMENTS}
+
+#: Feature -> where an environment gets it: what `commcheck run` says when no environment has it.
+FEATURE_SOURCES = {
+    'osu': 'a Spack build (SPACK_ROOT or spack on PATH) or an OSU install (OSU_ROOT, or osu: in '
+           'the site file\'s stack)',
+}
+
+
+def unselected(features_by_environment: dict[str, list[str]]) -> list[str]:
+    """One line per experiment that no environment can run, saying what it needs."""
+    have = {f for feats in features_by_environment.values() for f in feats}
+    return [f'{e.check}: not selected on any environment: needs +{f}, from '
+            f'{FEATURE_SOURCES[f]}'
+            for e in EXPERIMENTS for f in e.needs if f not in have]
 
 
 def mode_options(mode: str) -> list[str]:

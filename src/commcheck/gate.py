@@ -7,8 +7,12 @@ the baseline's and the run's. A change is flagged when both hold:
   p-values of all variables compared together adjusted by Benjamini-Hochberg (false discovery
   rate ``alpha``; in a session where nothing changed this bounds the chance that *any* variable
   is flagged by ``alpha``);
-- it is large: the ratio of the medians is worse by more than ``min_effect`` (10 % by default),
-  so a significant 1 % shift does not flag.
+- it is large: the ratio of the medians is worse by more than ``min_effect`` (20 % by default),
+  so a significant small shift does not flag. Launches of one session share that session's
+  machine state, so two sessions of an unchanged stack differ by more than their launches
+  suggest: on the 2-core CI VM, a clean rerun one minute after the baseline moved the median
+  1 KiB latency by +11.6 % (p_adj 0.013) and 1 MiB bandwidth by -12.7 %. A site on quiet,
+  exclusive nodes lowers it (``--min-effect 0.05``).
 
 Direction comes from the table of experiments (latency and time up is worse, bandwidth down is
 worse). Each comparison carries a bootstrap 95 % confidence interval of the ratio of medians.
@@ -36,7 +40,7 @@ SAME_SETUP = ('binding', 'placement')
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    min_effect: float = 0.10    #: relative change of the median below which nothing is flagged
+    min_effect: float = 0.20    #: relative change of the median below which nothing is flagged
     alpha: float = 0.05         #: false discovery rate over the variables compared together
     min_samples: int = 3        #: launches per side below which nothing is decided
     n_boot: int = 4000          #: bootstrap resamples for the confidence interval

@@ -18,9 +18,11 @@ STATE_DIR = Path(os.environ.get('COMMCHECK_STATE', REPO_ROOT / '.state'))
 # that moves COMMCHECK_STATE still finds them).
 WHEELS_DIR = Path(os.environ.get('COMMCHECK_WHEELS_DIR', REPO_ROOT / '.state' / 'wheels'))
 
-# Builds that take minutes and depend only on a stack (mpi4py per MPI wrapper): kept across
-# state directories, like the wheels.
-CACHE_DIR = Path(os.environ.get('COMMCHECK_CACHE', REPO_ROOT / '.state' / 'cache'))
+# Builds that take minutes and depend only on a stack (mpi4py per MPI wrapper, keyed by the
+# wrapper, its MPI version and the Python): the user's cache, kept across state directories and
+# checkouts (a fresh clone in CI reuses them).
+CACHE_DIR = Path(os.environ.get('COMMCHECK_CACHE') or
+                 Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'commcheck')
 
 # Results that must survive between runs: run reports, perflogs, ReFrame's results database.
 REPORTS_DIR = Path(os.environ.get('COMMCHECK_REPORTS', REPO_ROOT / 'reports'))

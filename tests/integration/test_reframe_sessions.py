@@ -106,14 +106,14 @@ def test_checks_without_reference_say_so(main_job):
     assert statuses and all(s.startswith(('no reference', 'oversubscribed')) for s in statuses)
 
 
-def test_osu_without_spack_is_skipped_with_reason(main_job):
-    from commcheck.spack_env import find_spack
-    if find_spack():
-        pytest.skip('Spack is present: OSU runs instead')
-    env, _ = main_job
-    osu = [tc for tc in cases(run_reports(env)[-1]) if tc['display_name'].startswith('OsuPt2Pt')]
-    assert osu and all(tc['result'] == 'skip' for tc in osu)
-    assert all('need Spack or a site install' in tc['skip_reason'] for tc in osu)
+def test_osu_without_spack_is_not_selected_and_said(main_job):
+    from commcheck.rfmconfig import features
+    if any('osu' in features(stack) for stack in STACKS):
+        pytest.skip('Spack or an OSU install is present: OSU runs instead')
+    env, done = main_job
+    assert not [tc for tc in cases(run_reports(env)[-1])
+                if tc['display_name'].startswith('OsuPt2Pt')]
+    assert 'commcheck: OsuPt2Pt: not selected on any environment: needs +osu' in done.stdout
 
 
 def test_report_shows_seed_tables_beside_measurements(main_job):
@@ -187,9 +187,12 @@ def test_listing_covers_every_environment(isolated_env):
     assert done.returncode == 0, done.stderr
     for stack in STACKS:
         assert f'+{stack.name}' in done.stdout
-    for check in ('PingPong', 'OsuPt2Pt', 'ParkbenchComms', 'DerivedDatatypes', 'Stencil',
-                  'FortranPointers'):
+    from commcheck.rfmconfig import features
+    osu = any('osu' in features(stack) for stack in STACKS)
+    for check in ('PingPong', 'ParkbenchComms', 'DerivedDatatypes', 'Stencil',
+                  'FortranPointers') + (('OsuPt2Pt',) if osu else ()):
         assert f'- {check}' in done.stdout
+    assert ('- OsuPt2Pt' in done.stdout) == osu
 
 
 def test_dry_run_generates_job_scripts_without_running(isolated_env):

@@ -162,10 +162,21 @@ class StackCheck(rfm.RegressionTestPlugin):
     def probe_affinity(self):
         self.prerun_cmds = ['echo "AFFINITY cpus=$(nproc)"'] + list(self.prerun_cmds)
 
+    @run_before('sanity')
+    def read_affinity(self):
+        """What the job's affinity mask allowed: recorded, and a finding if it confined the
+        ranks (read before sanity, so a launcher that refuses to start says why too)."""
+        self._read_affinity()
+
     @run_before('performance', always_last=True)
     def describe_references(self):
         # always_last: the check's own hooks define perf_variables first.
-        self._read_affinity()
+        if self.findings and self.reference_status == 'not evaluated':
+            # What was measured is not what the references describe (e.g. ranks confined to
+            # fewer CPUs): recorded, not gated; the test fails on the finding, the cause.
+            self.reference = {}
+            self.reference_status = 'not gated: the measurement is not comparable (see the ' \
+                                    'failure reason)'
         if self.reference_status == 'not evaluated':
             self.reference_status = self._gated()
         if self.notes:

@@ -18,11 +18,14 @@ def _stdout_records(check) -> dict[str, list[dict]]:
 def kernel_passed(check, sizes: str | None = None) -> bool:
     """The kernel validated everything it received (PASS) and printed a DATA record for every
     size it was asked for (``sizes``: the ``--sizes`` text it was given)."""
-    return run_passed(_stdout_records(check), sizes)
+    return run_passed(_stdout_records(check), sizes, findings=getattr(check, 'findings', ()))
 
 
-def run_passed(out: dict, sizes: str | None = None, what: str = 'the kernel') -> bool:
-    sn.assert_true(out['META'], msg=f'no META record: {what} did not start properly').evaluate()
+def run_passed(out: dict, sizes: str | None = None, what: str = 'the kernel',
+               findings=()) -> bool:
+    why = ''.join(f'; {f}' for f in findings)
+    sn.assert_true(out['META'],
+                   msg=f'no META record: {what} did not start properly{why}').evaluate()
     sn.assert_true(out['PASS'], msg=f'no PASS record: {what} did not validate its data '
                                     '(see the stderr ERROR line)').evaluate()
     if sizes is not None:

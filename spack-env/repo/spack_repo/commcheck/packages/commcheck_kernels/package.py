@@ -33,4 +33,9 @@ class CommcheckKernels(CMakePackage):
         if self.spec.satisfies("+fortran"):
             # mpifc is the provider-neutral name: mpif90 for MPICH and Open MPI, ftn on Cray.
             args.append(self.define("CMAKE_Fortran_COMPILER", mpi.mpifc))
+            if mpi.name == "intel-oneapi-mpi" and self.spec["fortran"].name == "gcc":
+                # Intel MPI's mpif90 adds this for gfortran >= 10 only when it is called by
+                # the bare name gfortran; under Spack it is given the full path of Spack's
+                # compiler wrapper, and its `mpi` module then rejects MPI_Pack/Unpack buffers.
+                args.append(self.define("CMAKE_Fortran_FLAGS", "-fallow-argument-mismatch"))
         return args
