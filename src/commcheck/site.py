@@ -87,6 +87,8 @@ class Mpi(_Model):
     launcher: Optional[str] = None  #: its own mpiexec/mpirun (default ``<prefix>/bin/...``)
     srun_mpi: Optional[str] = None  #: ``srun --mpi=`` plugin (default: the flavour's)
     module: Optional[str] = None    #: a module that provides it (Lmod/Tcl name)
+    #: A Spack spec that Spack builds (``mpich@4.2.3 netmod=ofi``) instead of an external.
+    spack_spec: Optional[str] = None
 
     @field_validator('flavour')
     @classmethod
@@ -127,16 +129,6 @@ class Mpi(_Model):
     @property
     def launcher_command(self) -> str:
         return self.launcher or self._in_prefix(self.record.launcher) or self.record.launcher
-
-    # Older names, kept while tests move to launcher_command / Stack.job_env.
-    @property
-    def launcher_cmd(self) -> str:
-        return self.launcher_command
-
-    @property
-    def env_vars(self) -> tuple[tuple[str, str], ...]:
-        env = dict(self.record.root_env) if os.geteuid() == 0 else {}
-        return tuple(env.items())
 
     @property
     def install_prefix(self) -> Optional[str]:

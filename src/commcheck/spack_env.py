@@ -258,11 +258,17 @@ def _external(spec: str, prefix: str, **extra) -> dict:
 
 
 def compiler_packages(compiler: dict) -> dict:
-    """The compiler as a non-buildable external, its executables keyed by language."""
+    """The compiler as a non-buildable external, its executables keyed by language. Where it
+    is declared by modules with driver names (a Cray PrgEnv: ``cc``, ``ftn``), the external is
+    the modules, as Cray sites declare it."""
     paths = {'c': compiler['cc'], 'cxx': compiler.get('cxx'), 'fortran': compiler.get('fc')}
     paths = {lang: path for lang, path in paths.items() if path}
     languages = ','.join(lang.replace('cxx', 'c++') for lang in paths)
     spec = f"{compiler['name']}@{compiler['version']} languages='{languages}'"
+    if compiler.get('modules') and not os.path.isabs(compiler['cc']):
+        entry = {'spec': spec, 'modules': list(compiler['modules']),
+                 'extra_attributes': {'compilers': paths}}
+        return {compiler['name']: {'externals': [entry], 'buildable': False}}
     prefix = os.path.dirname(os.path.dirname(compiler['cc']))
     return {compiler['name']: _external(spec, prefix, compilers=paths)}
 
@@ -271,6 +277,14 @@ def spack_built_mpi_packages(mpi: dict) -> dict:
     """An MPI that Spack builds (``mpi['spec']``, e.g. ``mpich@4.2.3 netmod=ofi``): the only
     provider of ``mpi``, required as declared; its sources must then be in the mirror too."""
     return {'mpi': {'require': [mpi['package']]}, mpi['package']: {'require': [mpi['spec']]}}
+
+
+def module_mpi_packages(mpi: dict) -> dict:
+    """An MPI declared by its module and no prefix (``cray-mpich``, external-only in Spack):
+    the only, non-buildable provider of ``mpi``, an external by module."""
+    entry = {'spec': f"{mpi['package']}@{mpi['version']}", 'modules': [mpi['module']]}
+    return {'mpi': {'require': [mpi['package']], 'buildable': False},
+            mpi['package']: {'externals': [entry], 'buildable': False}}
 
 
 def mpi_packages(mpi: dict, prefix: str) -> dict:
@@ -304,9 +318,13 @@ def render_spack_yaml(*, compiler: dict, mpi: dict, specs: list[str], install_ro
     """spack.yaml text for one stack. Creates the stack's linked prefix and the develop-stage
     folder in ``state_dir``; ``build_tools`` defaults to :func:`detect_build_tools`."""
     tools = detect_build_tools() if build_tools is None else build_tools
-    packages = {**tool_packages(tools), **compiler_packages(compiler),
-                **(spack_built_mpi_packages(mpi) if mpi.get('spec')
-                   else mpi_packages(mpi, make_stack_prefix(mpi, state_dir)))}
+    if mpi.get('spec'):
+        mpi_entries = spack_built_mpi_packages(mpi)
+    elif mpi.get('module') and not mpi.get('prefix'):
+        mpi_entries = module_mpi_packages(mpi)
+    else:
+        mpi_entries = mpi_packages(mpi, make_stack_prefix(mpi, state_dir))
+    packages = {**tool_packages(tools), **compiler_packages(compiler), **mpi_entries}
     env = {
         'specs': list(specs),
         'view': view,
@@ -397,10 +415,9 @@ def stack_env_text(stack, *, spack_settings: dict, view: str, state_dir: str,
             f'the\n# commcheck package recipes (digest {repo_digest(package_repo)}) change.\n')
     return head + render_spack_yaml(
         compiler={'name': compiler.spack_package, 'version': compiler.version, 'cc': compiler.cc,
-                  'cxx': compiler.cxx, 'fc': compiler.fc},
-        # ``spack_spec``: an MPI Spack builds, where the site model declares one.
+                  'cxx': compiler.cxx, 'fc': compiler.fc, 'modules': stack.modules},
         mpi={'package': mpi.record.spack_package, 'version': mpi.version, 'stack': stack.id,
-             'spec': getattr(mpi, 'spack_spec', None),
+             'spec': mpi.spack_spec, 'module': mpi.module,
              'prefix': mpi.install_prefix, 'cc': mpi.c_wrapper, 'fc': stack.fortran_wrapper
              if stack.has_fortran else None},
         specs=[f'{KERNELS_PACKAGE}{fortran}', osu_spec(spack_settings)],

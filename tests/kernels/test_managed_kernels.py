@@ -39,7 +39,7 @@ PY_STACKS = REFERENCE_STACKS
 
 
 def _launcher(stack) -> str:
-    return getattr(stack.mpi, 'launcher_cmd', None) or stack.mpi.launcher_command
+    return stack.mpi.launcher_command
 
 
 def _stack_env(stack) -> dict[str, str]:

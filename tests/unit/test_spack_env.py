@@ -346,3 +346,25 @@ def test_an_mpi_spack_builds_is_required_not_external(debian_mpich, tmp_path):
     assert env['packages']['mpi'] == {'require': ['mpich']}
     assert env['packages']['mpich'] == {'require': ['mpich@4.2.3 netmod=ofi']}
     assert not (tmp_path / 'state' / 'mpi-prefix').exists()
+
+
+def test_cray_stacks_are_externals_by_module(tmp_path):
+    """config/sites/cray-ex-emulated.yaml as Cray sites declare Spack externals: cray-mpich (an
+    external-only package in Spack) and the PrgEnv's compiler by their modules, no prefix."""
+    import yaml
+
+    from commcheck import paths, sitefile
+    site = sitefile.load(paths.CONFIG_DIR / 'sites' / 'cray-ex-emulated.yaml')
+    for stack in site.stacks:
+        text = spack_env.stack_env_text(stack, spack_settings={}, view=str(tmp_path / 'view'),
+                                        state_dir=str(tmp_path / 'state'), mirror=None)
+        packages = yaml.safe_load(text)['spack']['packages']
+        assert packages['mpi'] == {'require': ['cray-mpich'], 'buildable': False}
+        assert packages['cray-mpich']['externals'] == [
+            {'spec': 'cray-mpich@8.1.28', 'modules': ['cray-mpich/8.1.28']}]
+        compiler = packages[stack.compiler.spack_package]
+        assert compiler['buildable'] is False
+        (entry,) = compiler['externals']
+        assert entry['modules'] == list(stack.modules) and 'prefix' not in entry
+        assert entry['extra_attributes']['compilers'] == {'c': 'cc', 'fortran': 'ftn'}
+    assert not (tmp_path / 'state' / 'mpi-prefix').exists()
