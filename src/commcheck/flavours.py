@@ -18,6 +18,9 @@ class Flavour:
     title: str                      # how people write it
     spack_package: str              # Spack package providing ``mpi``
     launcher: str                   # its launcher under <prefix>/bin
+    #: Variants of its Spack external: cray-mpich's compilers are the PrgEnv drivers (cc, CC,
+    #: ftn) themselves, not mpicc under its prefix (``~wrappers``).
+    spack_variants: str = ''
     #: Debian installs several stacks under /usr: ``mpicc.<suffix>``, ``mpiexec.<suffix>``.
     debian_suffix: str | None = None
     debian_launcher: str | None = None
@@ -107,6 +110,7 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         srun_mpi='pmi2'),
     Flavour(
         name='cray-mpich', title='Cray MPICH', spack_package='cray-mpich', launcher='srun',
+        spack_variants='~wrappers',
         compiler_env={},            # the PrgEnv module chooses the compiler behind cc/ftn
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),

@@ -280,16 +280,21 @@ def spack_built_mpi_packages(mpi: dict) -> dict:
 
 
 def module_mpi_packages(mpi: dict) -> dict:
-    """An MPI declared by its module and no prefix (``cray-mpich``, external-only in Spack):
-    the only, non-buildable provider of ``mpi``, an external by module."""
-    entry = {'spec': f"{mpi['package']}@{mpi['version']}", 'modules': [mpi['module']]}
+    """An MPI declared by its module (``cray-mpich``, external-only in Spack): the only,
+    non-buildable provider of ``mpi``, an external by module, with its prefix where one is
+    declared (Spack 1.1 concretizes a module-only external but installs its dependents with
+    no prefix for it: declare ``mpi.prefix`` too, as Cray sites do)."""
+    entry = {'spec': f"{mpi['package']}@{mpi['version']}{mpi.get('variants', '')}",
+             'modules': [mpi['module']]}
+    if mpi.get('prefix'):
+        entry['prefix'] = mpi['prefix']
     return {'mpi': {'require': [mpi['package']], 'buildable': False},
             mpi['package']: {'externals': [entry], 'buildable': False}}
 
 
 def mpi_packages(mpi: dict, prefix: str) -> dict:
     """The MPI stack as the only, non-buildable provider of ``mpi``."""
-    spec = f"{mpi['package']}@{mpi['version']}"
+    spec = f"{mpi['package']}@{mpi['version']}{mpi.get('variants', '')}"
     if mpi['package'] in LINKED_PREFIX_PACKAGES:
         spec += '+fortran' if mpi.get('fc') else '~fortran'
     if mpi['package'] in ONEAPI_COMPONENTS:
@@ -320,7 +325,7 @@ def render_spack_yaml(*, compiler: dict, mpi: dict, specs: list[str], install_ro
     tools = detect_build_tools() if build_tools is None else build_tools
     if mpi.get('spec'):
         mpi_entries = spack_built_mpi_packages(mpi)
-    elif mpi.get('module') and not mpi.get('prefix'):
+    elif mpi.get('module'):
         mpi_entries = module_mpi_packages(mpi)
     else:
         mpi_entries = mpi_packages(mpi, make_stack_prefix(mpi, state_dir))
@@ -416,7 +421,8 @@ def stack_env_text(stack, *, spack_settings: dict, view: str, state_dir: str,
     return head + render_spack_yaml(
         compiler={'name': compiler.spack_package, 'version': compiler.version, 'cc': compiler.cc,
                   'cxx': compiler.cxx, 'fc': compiler.fc, 'modules': stack.modules},
-        mpi={'package': mpi.record.spack_package, 'version': mpi.version, 'stack': stack.id,
+        mpi={'package': mpi.record.spack_package, 'variants': mpi.record.spack_variants,
+             'version': mpi.version, 'stack': stack.id,
              'spec': mpi.spack_spec, 'module': mpi.module,
              'prefix': mpi.install_prefix, 'cc': mpi.c_wrapper, 'fc': stack.fortran_wrapper
              if stack.has_fortran else None},

@@ -350,7 +350,7 @@ def test_an_mpi_spack_builds_is_required_not_external(debian_mpich, tmp_path):
 
 def test_cray_stacks_are_externals_by_module(tmp_path):
     """config/sites/cray-ex-emulated.yaml as Cray sites declare Spack externals: cray-mpich (an
-    external-only package in Spack) and the PrgEnv's compiler by their modules, no prefix."""
+    external-only package in Spack) by module and prefix, the PrgEnv's compiler by module."""
     import yaml
 
     from commcheck import paths, sitefile
@@ -361,10 +361,11 @@ def test_cray_stacks_are_externals_by_module(tmp_path):
         packages = yaml.safe_load(text)['spack']['packages']
         assert packages['mpi'] == {'require': ['cray-mpich'], 'buildable': False}
         assert packages['cray-mpich']['externals'] == [
-            {'spec': 'cray-mpich@8.1.28', 'modules': ['cray-mpich/8.1.28']}]
+            {'spec': 'cray-mpich@8.1.28~wrappers', 'modules': ['cray-mpich/8.1.28'],
+             'prefix': stack.mpi.prefix}]
         compiler = packages[stack.compiler.spack_package]
         assert compiler['buildable'] is False
         (entry,) = compiler['externals']
         assert entry['modules'] == list(stack.modules) and 'prefix' not in entry
-        assert entry['extra_attributes']['compilers'] == {'c': 'cc', 'fortran': 'ftn'}
+        assert entry['extra_attributes']['compilers'] == {'c': 'cc', 'cxx': 'CC', 'fortran': 'ftn'}
     assert not (tmp_path / 'state' / 'mpi-prefix').exists()
