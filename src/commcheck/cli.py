@@ -352,7 +352,8 @@ def parser() -> argparse.ArgumentParser:
                       help='smallest change that can flag (default 0.20)')
     comp.add_argument('--alpha', type=fraction, default=0.05,
                       help='false discovery rate over the variables (default 0.05)')
-    comp.add_argument('--min-samples', type=positive_int, default=3)
+    comp.add_argument('--min-samples', type=positive_int, default=5,
+                      help='launches a side below which nothing is decided (default 5)')
     comp.add_argument('--all', action='store_true', help='every variable, not only key ones')
     comp.add_argument('--json', type=Path, help='write the comparison here (default: '
                                                 'reports/gate/<session>.json)')
