@@ -25,6 +25,10 @@ from commcheck.rfmconfig import REQUIRED_EXTRAS
 AFFINITY = re.compile(r'^AFFINITY cpus=(\d+)', re.MULTILINE)
 #: Settings in the environment that change how an MPI library behaves: recorded with every
 #: result, so the gate can say that ``UCX_TLS`` or ``OMPI_MCA_btl`` changed with a shift.
+MPI_ENV_PREFIXES = ('UCX_', 'OMPI_MCA_', 'PRTE_MCA_', 'PMIX_MCA_', 'MPIR_CVAR_', 'MPICH_',
+                    'I_MPI_', 'FI_', 'HYDRA_', 'OMP_', 'SLURM_CPU_BIND', 'CRAY_')
+
+
 def spack_lock_digest(env_dir: str | None) -> dict[str, str]:
     """``{'spack_lock': <sha256, 12 hex>}`` of a Spack environment's lock (what was built, down
     to every dependency's hash), where the stack builds with Spack and has concretized."""
@@ -34,10 +38,6 @@ def spack_lock_digest(env_dir: str | None) -> dict[str, str]:
             return {'spack_lock': hashlib.sha256(handle.read()).hexdigest()[:12]}
     except OSError:
         return {}
-
-
-MPI_ENV_PREFIXES = ('UCX_', 'OMPI_MCA_', 'PRTE_MCA_', 'PMIX_MCA_', 'MPIR_CVAR_', 'MPICH_',
-                    'I_MPI_', 'FI_', 'HYDRA_', 'OMP_', 'SLURM_CPU_BIND', 'CRAY_')
 
 
 class ForeignEnvironment(Exception):
