@@ -231,8 +231,9 @@ def cmd_baseline(args) -> int:
         systems = [args.system]
     if len(systems) != 1:
         raise UsageError(f'the sessions measured systems {systems}: choose one with --system')
-    floor = baseline.Policy.floor if args.floor is None else args.floor
-    policy = baseline.Policy(min_samples=args.min_samples, floor=floor, all_variables=args.all)
+    given = {'min_samples': args.min_samples, 'floor': args.floor}
+    policy = baseline.Policy(all_variables=args.all,
+                             **{k: v for k, v in given.items() if v is not None})
     variables = baseline.compute(sessions, systems[0], policy, history.warn_stderr)
     ref_dir = Path(args.refs or os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
     written = baseline.write(ref_dir, systems[0], sessions, variables, policy)
@@ -328,7 +329,8 @@ def parser() -> argparse.ArgumentParser:
     base = sub.add_parser('baseline', help='write references from stored launches')
     _selection(base, 'baseline from this')
     base.add_argument('--system', help='the system to baseline (default: the only one)')
-    base.add_argument('--min-samples', type=positive_int, default=5,
+    # Defaults: commcheck.baseline.Policy (5, 0.2).
+    base.add_argument('--min-samples', type=positive_int,
                       help='launches a variable needs (default 5)')
     base.add_argument('--floor', type=fraction,
                       help='narrowest one-launch reference bound, a fraction (default 0.2)')
@@ -348,11 +350,12 @@ def parser() -> argparse.ArgumentParser:
     comp.add_argument('--environ', metavar='OLD', help='compare two environments of the '
                                                        'session(s): OLD ...')
     comp.add_argument('--against', metavar='NEW', help='... against NEW')
-    comp.add_argument('--min-effect', type=fraction, default=0.20,
+    # Defaults: commcheck.gate.Settings (0.20, 0.05, 5).
+    comp.add_argument('--min-effect', type=fraction,
                       help='smallest change that can flag (default 0.20)')
-    comp.add_argument('--alpha', type=fraction, default=0.05,
+    comp.add_argument('--alpha', type=fraction,
                       help='false discovery rate over the variables (default 0.05)')
-    comp.add_argument('--min-samples', type=positive_int, default=5,
+    comp.add_argument('--min-samples', type=positive_int,
                       help='launches a side below which nothing is decided (default 5)')
     comp.add_argument('--all', action='store_true', help='every variable, not only key ones')
     comp.add_argument('--json', type=Path, help='write the comparison here (default: '

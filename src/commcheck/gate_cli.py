@@ -113,8 +113,8 @@ def compare(args) -> int:
     else:
         now = history.group(judged)
         base, against = _baseline_samples(args, judged, sessions)
-    settings = gate.Settings(min_effect=args.min_effect, alpha=args.alpha,
-                             min_samples=args.min_samples)
+    given = {'min_effect': args.min_effect, 'alpha': args.alpha, 'min_samples': args.min_samples}
+    settings = gate.Settings(**{k: v for k, v in given.items() if v is not None})
     with console.status('comparing (Mann-Whitney U, bootstrap intervals)...'):
         comparisons = gate.compare(base, now, settings)
     counts = gate.counts(comparisons)
