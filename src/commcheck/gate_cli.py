@@ -142,6 +142,8 @@ def history_cmd(args) -> int:
     sessions = history.read_db(args.db or paths.RESULTS_DB, history.warn_stderr)
     sessions = history.select(sessions, uuids=args.session or (), last=args.last,
                               since=args.since, until=args.until)
+    if not sessions:
+        raise HistoryError('no stored session matches the selection')
     pattern = re.compile(args.match) if args.match else None
     keys = {s.key for sess in sessions for s in sess.samples if _keep(s, args.all)
             and (pattern is None or pattern.search(f'{s.environ} {s.test} {s.variable}'))}

@@ -1,0 +1,55 @@
+"""``commcheck bench [pingpong|gate]``: benchmarks, not tests (:mod:`commcheck.bench`,
+:mod:`commcheck.bench_gate`). Their options are checked here before anything is built: the
+stack by name (unknown: the known ones listed), ``--iters`` within the range the kernels
+accept (``src/kernels/common/cc_payload.h``), ``--launches`` enough for one comparison.
+"""
+
+from __future__ import annotations
+
+from commcheck.cli import options
+from commcheck.errors import UserError
+
+#: The largest ``--iters`` the C kernels accept (cc_parse_int in cc_payload.h).
+KERNEL_MAX_ITERS = 1_000_000_000
+
+
+def _min_launches() -> int:
+    from commcheck.bench_gate import PER_SIDE
+    return 3 * PER_SIDE[0]      # a baseline and two sessions of the smallest size
+
+
+def add_parsers(sub) -> None:
+    bench = sub.add_parser('bench', help='benchmarks: our ping-pong beside NetPIPE/OSU, or the '
+                                         "gate's false-positive rate and power")
+    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate'), default='pingpong')
+    bench.add_argument('--iters', type=options.whole(1, KERNEL_MAX_ITERS), default=20000,
+                       help='round trips per launch (pingpong)')
+    bench.add_argument('--launches', type=options.whole(1, 100000), default=40,
+                       help='clean launches per stack (gate; at least 15)')
+    bench.add_argument('--stack', type=options.name,
+                       help='one stack (default: the Debian MPICH and Open MPI)')
+    bench.set_defaults(func=cmd_bench)
+
+
+def check_stack(args) -> None:
+    """``--stack`` names a stack of this machine that the benchmark can run."""
+    from commcheck import discover
+    site = discover.local_site()
+    usable = [s.id for s in site.stacks if 'c' in s.tested_languages]
+    if args.stack not in usable:
+        raise UserError(f'--stack {args.stack}: no such stack with C kernels on this machine; '
+                        f'known: {", ".join(usable)}')
+
+
+def cmd_bench(args) -> int:
+    if args.what == 'gate' and args.launches < _min_launches():
+        raise UserError(f'--launches {args.launches}: the gate benchmark needs at least '
+                        f'{_min_launches()} (a baseline and two sessions of '
+                        f'{_min_launches() // 3} launches)')
+    if args.stack:
+        check_stack(args)
+    if args.what == 'gate':
+        from commcheck import bench_gate
+        return bench_gate.main(args)
+    from commcheck import bench
+    return bench.main(args)

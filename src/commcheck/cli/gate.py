@@ -1,0 +1,177 @@
+"""``commcheck baseline``, ``compare`` and ``history``: the gate over stored sessions.
+
+The decisions are :mod:`commcheck.gate`'s and :mod:`commcheck.gate_cli`'s; here are their
+options and what must hold before any of them reads or prints: outputs writable, a selection
+that matches sessions ("no session matches ...", exit 2, like an empty database).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+
+from commcheck import paths
+from commcheck.cli import options
+from commcheck.errors import UserError
+
+
+def add_parsers(sub) -> None:
+    _baseline_parser(sub)
+    _compare_parser(sub)
+    _history_parser(sub)
+
+
+def _baseline_parser(sub) -> None:
+    base = sub.add_parser('baseline', help='write references from stored launches')
+    options.add_selection(base, 'baseline from this')
+    base.add_argument('--system', type=options.name,
+                      help='the system to baseline (default: the only one)')
+    # Defaults: commcheck.baseline.Policy (5, 0.2).
+    base.add_argument('--min-samples', type=options.positive_int,
+                      help='launches a variable needs (default 5)')
+    base.add_argument('--floor', type=options.fraction,
+                      help='narrowest one-launch reference bound, a fraction (default 0.2)')
+    options.add_all(base)
+    base.add_argument('--refs', type=options.output_dir,
+                      help='reference directory (default: RFM_REFERENCE_PREFIX or '
+                           'config/references)')
+    base.set_defaults(func=cmd_baseline)
+
+
+def _compare_parser(sub) -> None:
+    comp = sub.add_parser('compare', help='the gate: flag regressions against the baseline')
+    options.add_db(comp)
+    options.add_sessions(comp, 'session(s) to judge (default: the newest)')
+    comp.add_argument('--baseline', type=options.existing_file,
+                      help='baseline file (default: <references>/<system>.baseline.json)')
+    comp.add_argument('--baseline-session', action='append', metavar='UUID',
+                      type=options.session_id,
+                      help='take the baseline from these stored sessions instead')
+    comp.add_argument('--environ', metavar='OLD', type=options.name,
+                      help='compare two environments of the session(s): OLD ...')
+    comp.add_argument('--against', metavar='NEW', type=options.name, help='... against NEW')
+    # Defaults: commcheck.gate.Settings (0.20, 0.05, 5).
+    comp.add_argument('--min-effect', type=options.fraction,
+                      help='smallest change that can flag (default 0.20)')
+    comp.add_argument('--alpha', type=options.fraction,
+                      help='false discovery rate over the variables (default 0.05)')
+    comp.add_argument('--min-samples', type=options.positive_int,
+                      help='launches a side below which nothing is decided (default 5)')
+    options.add_all(comp)
+    comp.add_argument('--json', type=options.output_file,
+                      help='write the comparison here (default: reports/gate/<session>.json)')
+    comp.set_defaults(func=cmd_compare)
+
+
+def _history_parser(sub) -> None:
+    hist = sub.add_parser('history', help='change points over stored sessions')
+    options.add_selection(hist, 'history over this')
+    hist.add_argument('--match', type=options.pattern, default='',
+                      help='regex on "environ test variable"')
+    options.add_all(hist)
+    hist.add_argument('--json', type=options.output_file, help='write the change points here')
+    hist.set_defaults(func=cmd_history)
+
+
+# -- checks before any work ----------------------------------------------------------------
+def reports_dir_usable(what: str) -> None:
+    """The default output under COMMCHECK_REPORTS must be writable."""
+    problem = options.path_problem(paths.REPORTS_DIR, 'directory')
+    if problem:
+        raise UserError(f'COMMCHECK_REPORTS: {problem} (where {what} is written)')
+
+
+def describe(args) -> str:
+    """The selection the arguments asked for, in words."""
+    said = []
+    for opt in ('session', 'baseline_session'):
+        if getattr(args, opt, None):
+            said.append(f'--{opt.replace("_", "-")} {" ".join(getattr(args, opt))}')
+    for opt in ('since', 'until'):
+        if getattr(args, opt, None) is not None:
+            when = datetime.datetime.fromtimestamp(getattr(args, opt)).isoformat(timespec='minutes')
+            said.append(f'--{opt} {when}')
+    if getattr(args, 'last', None):
+        said.append(f'--last {args.last}')
+    return ', '.join(said) or 'the selection'
+
+
+def no_match(db: Path, err: Exception, what: str) -> UserError:
+    """A HistoryError that says nothing was selected becomes "no session matches ..."."""
+    text = str(err)
+    if 'no stored session' in text and 'ambiguous' not in text:
+        return UserError(f'no session matches {what} in {db}: {text}')
+    return err if isinstance(err, UserError) else UserError(text)
+
+
+def selected(args, warn):
+    """The stored sessions the selection options name; "no session matches" when none."""
+    from commcheck import history
+    db = args.db or paths.RESULTS_DB
+    sessions = history.read_db(db, warn)
+    try:
+        chosen = history.select(sessions, uuids=args.session or (), last=args.last,
+                                since=args.since, until=args.until)
+    except history.HistoryError as err:
+        raise no_match(db, err, describe(args)) from None
+    if not chosen:
+        raise UserError(f'no session matches {describe(args)} in {db} '
+                        f'({len(sessions)} stored)')
+    return chosen
+
+
+# -- the commands ----------------------------------------------------------------------------
+def _ref_dir(args) -> Path:
+    ref_dir = Path(args.refs or os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
+    problem = options.path_problem(ref_dir, 'directory')
+    if problem:
+        raise UserError(f'--refs / RFM_REFERENCE_PREFIX: {problem}')
+    return ref_dir
+
+
+def cmd_baseline(args) -> int:
+    from commcheck import baseline, history
+    ref_dir = _ref_dir(args)
+    sessions = selected(args, history.warn_stderr)
+    systems = sorted({s.system for sess in sessions for s in sess.samples})
+    if args.system:
+        if args.system not in systems:
+            raise UserError(f'--system {args.system}: the selected sessions measured '
+                            f'{", ".join(systems) or "nothing"}')
+        systems = [args.system]
+    if len(systems) != 1:
+        raise UserError(f'the sessions measured systems {systems}: choose one with --system')
+    given = {'min_samples': args.min_samples, 'floor': args.floor}
+    policy = baseline.Policy(all_variables=args.all,
+                             **{k: v for k, v in given.items() if v is not None})
+    variables = baseline.compute(sessions, systems[0], policy, history.warn_stderr)
+    written = baseline.write(ref_dir, systems[0], sessions, variables, policy)
+    print(f'commcheck: baselined {len(variables)} variable(s) of {systems[0]} from '
+          f'{len(sessions)} session(s)')
+    print(written['diff'] or f'commcheck: {written["references"]} unchanged')
+    print(f'commcheck: wrote {written["references"]} and {written["baseline"]} '
+          f'(previous versions kept as .prev)')
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from commcheck import gate_cli, history
+    if bool(args.environ) != bool(args.against):
+        raise UserError('--environ OLD and --against NEW go together')
+    if not args.json:
+        reports_dir_usable('the comparison (reports/gate/)')
+    try:
+        return gate_cli.compare(args)
+    except history.HistoryError as err:
+        raise no_match(args.db or paths.RESULTS_DB, err,
+                       describe(args) if args.session or args.baseline_session
+                       else 'the newest session') from None
+
+
+def cmd_history(args) -> int:
+    from commcheck import gate_cli, history
+    try:
+        return gate_cli.history_cmd(args)
+    except history.HistoryError as err:
+        raise no_match(args.db or paths.RESULTS_DB, err, describe(args)) from None
