@@ -97,12 +97,12 @@ def _setup(args):
     if found:
         raise UserError(found[0] + (f' (and {len(found) - 1} more: commcheck preflight)'
                                     if len(found) > 1 else ''))
+    lock = runstate.RunLock(paths.STATE_DIR)
+    lock.acquire(sys.argv)
     from commcheck.experiments import unselected
     from commcheck.rfmconfig import features
     for line in unselected({s.id: features(s) for s in site.stacks}):
         print(f'commcheck: {line}')
-    lock = runstate.RunLock(paths.STATE_DIR)
-    lock.acquire(sys.argv)
     return lock
 
 

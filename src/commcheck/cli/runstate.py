@@ -102,12 +102,19 @@ def processes_of(run_id: str) -> list[int]:
     return found
 
 
+INTERPRETERS = ('bash', 'sh', 'python', 'python3')
+
+
 def _command(pid: int) -> str:
+    """The program's name (a script's, not its interpreter's)."""
     try:
-        raw = Path(f'/proc/{pid}/cmdline').read_bytes().split(b'\0')[0]
-        return os.path.basename(raw.decode(errors='replace')) or '?'
+        words = Path(f'/proc/{pid}/cmdline').read_bytes().decode(errors='replace').split('\0')
     except OSError:
         return '?'
+    names = [os.path.basename(w) for w in words if w and not w.startswith('-')]
+    if len(names) > 1 and names[0] in INTERPRETERS:
+        return names[1]
+    return names[0] if names else '?'
 
 
 def _signal_all(pids: list[int], sig: int) -> None:
