@@ -47,6 +47,7 @@ def whole(low: int = 1, high: int | None = None):
             raise argparse.ArgumentTypeError(f'{value} is out of range: at most {high}')
         return value
     parse.__name__ = 'whole number'
+    parse.low, parse.high = low, high
     return parse
 
 

@@ -19,15 +19,19 @@ def add_parsers(sub) -> None:
 
 
 def cmd_report(args) -> int:
+    from commcheck import history
     from commcheck.history import HistoryError
     from commcheck.report import entry
     out_root = args.out or paths.REPORTS_DIR
     if not args.out:
         reports_dir_usable('the report')
     db = args.db or paths.RESULTS_DB
+    said: list[str] = []       # warnings, held back: when nothing matches, the error says it
     try:
-        out = entry.report_of_stored(db, args.session, out_root, paths.REPORTS_DIR)
+        out = entry.report_of_stored(db, args.session, out_root, paths.REPORTS_DIR, said.append)
     except HistoryError as err:
         raise no_match(db, err, ' '.join(args.session) or 'the newest session') from None
+    for line in said:
+        history.warn_stderr(line)
     print(out)
     return 0
