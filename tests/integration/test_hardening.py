@@ -8,8 +8,10 @@ is byte-for-byte unchanged or kept aside.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from commcheck import history
+from commcheck.cli import runstate
 from tests.conftest import STACKS, commcheck_cmd, needs_stacks
 
 pytestmark = [needs_stacks(), pytest.mark.integration]
@@ -112,12 +115,18 @@ def test_filters_that_match_nothing_and_flags_reframe_refuses(env):
     assert bogus.returncode == 2
     assert 'ReFrame refused its arguments: unrecognized arguments: --bogus' in \
         one_error_line(bogus.stderr)
+    repeat = subprocess.run([commcheck_cmd(), 'run', '--', '--repeat', 'abc'], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert repeat.returncode == 2
+    assert "ReFrame refused its arguments: argument to '--repeat' option must be a " \
+           "non-negative integer" in one_error_line(repeat.stderr)
 
 
 @pytest.mark.parametrize('argv,words', [
     (['bench', '--iters', '0'], '--iters: 0 must be at least 1'),
     (['report', '--out', '/dev/null'], 'is not a directory'),
-    (['compare', '--session', 'nope'], 'no results database'),
+    (['compare', '--session', 'ffffffff'], 'no results database'),
+    (['compare', '--session', 'nope'], 'is not a session uuid'),
     (['compare', '--min-effect', '2'], 'must be between 0 and 1'),
     (['baseline', '--since', 'yesterday'], 'is not a date'),
     (['run', '--site', 'nowhere'], "no site 'nowhere'"),
@@ -163,24 +172,147 @@ def test_compare_without_enough_launches_cannot_decide(env):
     assert 'too few samples' in same.stdout
 
 
-def test_sigint_to_commcheck_alone_stores_the_partial_session(env):
-    proc = subprocess.Popen([commcheck_cmd(), 'run', '--no-report', '--', '-n', '^PingPong',
-                             '-p', f'^{STACKS[0].name}$', '-S', 'iters=200000', '-S',
-                             'sizes=1:1048576'], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+LONG = ['-n', '^PingPong%lang=c', '-S', 'iters=200000', '-S', 'sizes=1:1048576']
+
+
+def ignoring(*signals):
+    """A child started the way a background job of a script or nohup starts: with these
+    signals ignored (SIG_IGN survives exec)."""
+    def setup():
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
+    return setup
+
+
+def start_long_run(env, ignored=(signal.SIGINT, signal.SIGHUP)):
+    """A commcheck run, in a process group of its own, started with SIGINT and SIGHUP ignored;
+    returns when its PingPong job runs."""
+    proc = subprocess.Popen([commcheck_cmd(), 'run', '--no-report', '--', *LONG, '-p',
+                             f'^{STACKS[0].name}$'], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=ignoring(*ignored))
     seen = ''
     for line in proc.stdout:
         seen += line
         if 'RUN' in line and 'PingPong' in line:        # a test is running
             time.sleep(3)
-            proc.send_signal(signal.SIGINT)             # to commcheck alone, not its group
-            break
+            return proc, seen
+    raise AssertionError(f'no PingPong ran: {seen[-3000:]}')
+
+
+def run_record(env) -> dict:
+    return json.loads((Path(env['COMMCHECK_STATE']) / 'run.lock').read_text())
+
+
+def left_running(run_id: str, wait: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + wait
+    while (found := runstate.processes_of(run_id)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_commcheck_alone_stores_the_partial_session(env, sig):
+    """Whatever the parent ignored (SIGINT and SIGHUP here, as a background job of a script
+    under nohup), the signal reaches ReFrame, which stops and stores the partial session."""
+    proc, seen = start_long_run(env)
+    run_id = run_record(env)['run_id']
+    proc.send_signal(sig)                               # to commcheck alone, not its group
     rest, _ = proc.communicate(timeout=300)
-    assert proc.returncode != 0
+    assert proc.returncode == 128 + sig, seen + rest
     sessions = history.read_db(reports(env) / 'results.db')
     assert len(sessions) == 1, seen + rest
     built = [c for c in sessions[0].cases if c['fixture']]
-    assert built and built[0]['result'] == 'pass'       # what finished before the interrupt
+    assert built and built[0]['result'] == 'pass'       # what finished before the signal
+    assert not left_running(run_id)                     # nothing orphaned
+    assert run(env).returncode == 0                     # and the next run works
+
+
+@pytest.mark.parametrize('also_reframe', [False, True])
+def test_a_run_killed_outright_leaves_nothing_and_the_next_run_works(env, also_reframe):
+    """SIGKILL to commcheck's process group (a CI runner's hard timeout): ReFrame, in its own
+    session, dies with commcheck and cancels its jobs. With ReFrame killed too, the jobs
+    survive it; the next run ends them by the run id it recorded, says so, and runs."""
+    proc, seen = start_long_run(env)
+    record = run_record(env)
+    os.killpg(proc.pid, signal.SIGKILL)
+    if also_reframe:
+        os.killpg(record['reframe_pid'], signal.SIGKILL)
+    proc.communicate(timeout=60)
+    if also_reframe:
+        time.sleep(2)
+        assert runstate.processes_of(record['run_id'])  # the job outlived ReFrame
+    else:
+        assert not left_running(record['run_id'], wait=60)
+    again = run(env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr
+    assert f'the run of pid {proc.pid}' in again.stderr
+    if also_reframe:
+        assert 'ended what it left running' in again.stderr and 'pingpong-c' in again.stderr
+    assert not runstate.processes_of(record['run_id'])
     leftovers = subprocess.run(['pgrep', '-f', 'pingpong-c --sizes 1:1048576'],
                                capture_output=True, text=True)
-    assert not leftovers.stdout.strip()                 # nothing orphaned
+    assert not leftovers.stdout.strip()
+
+
+def test_a_second_run_at_once_refuses_naming_the_first(env):
+    proc, seen = start_long_run(env)
+    start = time.monotonic()
+    second = subprocess.run([commcheck_cmd(), 'run', '--', *TINY], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2 and time.monotonic() - start < 60
+    line = one_error_line(second.stderr)
+    assert f'another commcheck run (pid {proc.pid}, started ' in line
+    assert second.stdout == ''
+    pre = subprocess.run([commcheck_cmd(), 'preflight'], env=env, capture_output=True, text=True)
+    assert pre.returncode == 2 and f'pid {proc.pid}' in one_error_line(pre.stderr)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=300)
+    assert len(history.read_db(reports(env) / 'results.db')) == 1   # the first one's, stored
+
+
+@pytest.mark.parametrize('content', [b'', 'no tables'])
+def test_an_empty_results_database_is_set_aside_and_the_session_stored(env, content):
+    db = reports(env) / 'results.db'
+    db.parent.mkdir(parents=True)
+    if content:
+        sqlite3.connect(db).execute('PRAGMA user_version = 1').connection.commit()
+    else:
+        db.write_bytes(content)
+    before = db.read_bytes()
+    pre = subprocess.run([commcheck_cmd(), 'preflight'], env=env, capture_output=True, text=True)
+    assert pre.returncode == 0 and 'results.db: ' in pre.stdout and 'moved aside' in pre.stdout
+    aside = list(db.parent.glob('results.db.damaged-*'))
+    assert len(aside) == 1 and aside[0].read_bytes() == before
+    aside[0].rename(db)                                 # again, now through run
+    done = run(env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    assert 'results.db: empty' in done.stderr or 'results.db: holds no tables' in done.stderr
+    assert 'failed to store' not in done.stdout
+    assert len(history.read_db(db)) == 1
+
+
+def test_a_session_reframe_cannot_store_is_an_error_naming_the_database(env):
+    """A sound database whose inserts fail (here a trigger; a full disk in life): ReFrame
+    runs, cannot store the session and says so on stdout only; commcheck exits 2 naming it."""
+    assert run(env).returncode == 0
+    db = reports(env) / 'results.db'
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TRIGGER full BEFORE INSERT ON sessions "
+                 "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    conn.commit()
+    conn.close()
+    done = run(env)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr
+    line = one_error_line(done.stderr)
+    assert f'could not store the session in {db}' in line and 'disk is full' in line
+
+
+def test_a_state_that_would_lose_the_session_is_refused_before_reframe(env):
+    reports(env).mkdir(parents=True)
+    (reports(env) / '.db.lock').mkdir()              # ReFrame's database lock
+    for argv in (['run', '--', *TINY], ['preflight']):
+        done = subprocess.run([commcheck_cmd(), *argv], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 2 and '.db.lock' in one_error_line(done.stderr)
+        assert '[ReFrame Setup]' not in done.stdout

@@ -161,6 +161,9 @@ def cmd_compare(args) -> int:
         raise UserError('--environ OLD and --against NEW go together')
     if not args.json:
         reports_dir_usable('the comparison (reports/gate/)')
+        problem = options.path_problem(paths.REPORTS_DIR / 'gate', 'directory')
+        if problem:
+            raise UserError(f'{problem} (where the comparison is written; or give --json)')
     try:
         return gate_cli.compare(args)
     except history.HistoryError as err:

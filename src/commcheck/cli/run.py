@@ -99,15 +99,15 @@ def _setup(args):
                                     if len(found) > 1 else ''))
     lock = runstate.RunLock(paths.STATE_DIR)
     lock.acquire(sys.argv)
+    return site, lock
+
+
+def _prepare(site, lock: runstate.RunLock) -> None:
+    from commcheck import preflight
     from commcheck.experiments import unselected
     from commcheck.rfmconfig import features
     for line in unselected({s.id: features(s) for s in site.stacks}):
         print(f'commcheck: {line}')
-    return lock
-
-
-def _prepare(lock: runstate.RunLock) -> None:
-    from commcheck import preflight
     said = runstate.clean_after_dead_run(lock)
     if said:
         print(f'commcheck: {said}', file=sys.stderr)
@@ -134,9 +134,9 @@ def _judge(args, status, tail, produced) -> int | None:
 
 
 def cmd_run(args) -> int:
-    lock = _setup(args)
+    site, lock = _setup(args)
     try:
-        _prepare(lock)
+        _prepare(site, lock)
         before = set(paths.RUNS_DIR.glob('run-report-*.json'))
         env = dict(os.environ, COMMCHECK_SITE=args.site, **{runstate.RUN_ID: lock.run_id})
         status, tail, received = run_reframe(reframe_command(args.reframe_args), env, lock)
