@@ -77,7 +77,7 @@ def _history_parser(sub) -> None:
 # -- checks before any work ----------------------------------------------------------------
 def reports_dir_usable(what: str) -> None:
     """The default output under COMMCHECK_REPORTS must be writable."""
-    problem = options.path_problem(paths.REPORTS_DIR, 'directory')
+    problem = options.path_problem(paths.REPORTS_DIR, 'directory', parents=True)
     if problem:
         raise UserError(f'COMMCHECK_REPORTS: {problem} (where {what} is written)')
 
@@ -124,7 +124,7 @@ def selected(args, warn):
 # -- the commands ----------------------------------------------------------------------------
 def _ref_dir(args) -> Path:
     ref_dir = Path(args.refs or os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
-    problem = options.path_problem(ref_dir, 'directory')
+    problem = options.path_problem(ref_dir, 'directory', parents=not args.refs)
     if problem:
         raise UserError(f'--refs / RFM_REFERENCE_PREFIX: {problem}')
     return ref_dir
@@ -161,7 +161,7 @@ def cmd_compare(args) -> int:
         raise UserError('--environ OLD and --against NEW go together')
     if not args.json:
         reports_dir_usable('the comparison (reports/gate/)')
-        problem = options.path_problem(paths.REPORTS_DIR / 'gate', 'directory')
+        problem = options.path_problem(paths.REPORTS_DIR / 'gate', 'directory', parents=True)
         if problem:
             raise UserError(f'{problem} (where the comparison is written; or give --json)')
     try:

@@ -103,10 +103,11 @@ def _nearest(path: Path) -> Path:
     return probe
 
 
-def path_problem(path: Path, kind: str, writable: bool = True, create: bool = True) \
-        -> str | None:
+def path_problem(path: Path, kind: str, writable: bool = True, create: bool = True,
+                 parents: bool = False) -> str | None:
     """What makes ``path`` unusable as a ``kind`` ('file' or 'directory') to write, or None.
-    ``create``: a missing path is made (its parent must be a writable directory)."""
+    ``create``: a missing path is made (its parent must be a writable directory; with
+    ``parents``, missing parents are made too, under the nearest directory that exists)."""
     if path.exists():
         if kind == 'directory' and not path.is_dir():
             return f'{path} is not a directory'
@@ -125,7 +126,9 @@ def path_problem(path: Path, kind: str, writable: bool = True, create: bool = Tr
         found = _nearest(parent)
         if found.exists() and not found.is_dir():
             return f'{path}: {found} is not a directory'
-        return f'{path}: its directory {parent} does not exist'
+        if not parents:
+            return f'{path}: its directory {parent} does not exist'
+        parent = found
     if not parent.is_dir():
         return f'{path}: {parent} is not a directory'
     if writable and not os.access(parent, os.W_OK | os.X_OK):
