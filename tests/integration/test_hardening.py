@@ -211,10 +211,12 @@ def left_running(run_id: str, wait: float = 10.0) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_a_signal_to_commcheck_alone_stores_the_partial_session(env, sig):
-    """Whatever the parent ignored (SIGINT and SIGHUP here, as a background job of a script
-    under nohup), the signal reaches ReFrame, which stops and stores the partial session."""
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=lambda s: signal.Signals(s).name)
+def test_sigint_to_commcheck_alone_stores_the_partial_session(env, sig):
+    """SIGINT (and SIGTERM, SIGHUP) to commcheck alone. Whatever the parent ignored (SIGINT
+    and SIGHUP here, as a background job of a script under nohup), the signal reaches ReFrame,
+    which stops and stores the partial session."""
     proc, seen = start_long_run(env)
     run_id = run_record(env)['run_id']
     proc.send_signal(sig)                               # to commcheck alone, not its group

@@ -166,6 +166,8 @@ def bad_values(action, world: Path) -> list[tuple[str, bool]]:
         out += [('not-a-uuid!', False)]
     elif kind is options.name:
         out += [('two words', False), ('', False)]
+    elif kind is options.nonempty:
+        out += [('', False), ('  ', False)]
     elif getattr(kind, '__name__', '') == 'whole number':
         out += [(str(kind.low - 1), False), ('-3', False), ('abc', False), ('1.5', False)]
         if kind.high is not None:

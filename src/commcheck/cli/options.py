@@ -86,6 +86,13 @@ def name(text: str) -> str:
     return text
 
 
+def nonempty(text: str) -> str:
+    """A name or a path: not empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError('an empty value')
+    return text
+
+
 def session_id(text: str) -> str:
     """A session uuid or a prefix of one: hexadecimal digits and dashes."""
     if not re.fullmatch(r'[0-9a-fA-F][0-9a-fA-F-]*', text):
@@ -197,7 +204,7 @@ def default_site() -> str:
 
 
 def add_site(p) -> None:
-    p.add_argument('--site', type=name, default=default_site(),
+    p.add_argument('--site', type=nonempty, default=default_site(),
                    help='local, a name in config/sites/, or a site file '
                         '(default: COMMCHECK_SITE or local)')
 
