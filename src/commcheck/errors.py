@@ -22,6 +22,10 @@ EXIT_CODES = ((EXIT_OK, 'clean'),
               (EXIT_INTERNAL, 'internal error (one ERROR line; the traceback in a log file)'))
 
 
+#: Signals received before the command's guard was in place (see commcheck.cli).
+PENDING_SIGNALS: list[int] = []
+
+
 class UserError(Exception):
     """Bad input: the message is one line naming the file (or option) and the problem."""
 

@@ -13,10 +13,20 @@ or unusable files, 3 could not decide, 4 an internal error (its traceback in a l
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
-from commcheck.cli import guard, options
-from commcheck.cli import bench, gate, preflight, report, run, site, tools
+from commcheck import errors
+
+if os.path.basename(sys.argv[0]) == 'commcheck':
+    # The command (not an import): a signal that arrives while the rest loads is kept, and acted
+    # on as soon as the guard is in place, even if the parent left it ignored.
+    for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(_sig, lambda signum, _frame: errors.PENDING_SIGNALS.append(signum))
+
+from commcheck.cli import guard, options  # noqa: E402
+from commcheck.cli import bench, gate, preflight, report, run, site, tools  # noqa: E402
 
 COMMANDS = (run, preflight, report, site, tools, bench, gate)
 

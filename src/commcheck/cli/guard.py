@@ -21,7 +21,8 @@ import traceback
 from pathlib import Path
 
 from commcheck import paths
-from commcheck.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Interrupted, UserError
+from commcheck.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, PENDING_SIGNALS, Interrupted,
+                              UserError)
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -97,6 +98,8 @@ def guarded(command) -> int:
     """Run ``command()`` (which returns an exit code) under the contract."""
     with handled_signals():
         try:
+            if PENDING_SIGNALS:
+                raise Interrupted(PENDING_SIGNALS[0])
             return command()
         except UserError as err:
             print(f'ERROR: {_one_line(err)}', file=sys.stderr)
