@@ -256,6 +256,13 @@ def test_a_bad_setting_is_refused_by_every_command(world, var, value, argv):
     assert value in done.stderr
 
 
+@pytest.mark.parametrize('argv', [['run'], ['site', 'show'], ['mirror', 'new-mirror']])
+def test_an_unknown_site_in_the_environment_is_refused(world, argv):
+    done = run(argv, env_of(world, COMMCHECK_SITE='no-such-site'))
+    assert_refused(done, 'COMMCHECK_SITE=no-such-site')
+    assert not (world / 'home' / 'new-mirror').exists()
+
+
 @pytest.mark.parametrize('var', ['COMMCHECK_STATE', 'COMMCHECK_REPORTS', 'RFM_REFERENCE_PREFIX'])
 @pytest.mark.parametrize('argv', [['run'], ['preflight'], ['report'], ['history'], ['compare'],
                                   ['baseline'], ['site', 'show']])

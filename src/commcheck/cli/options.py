@@ -199,14 +199,27 @@ def add_all(p) -> None:
     p.add_argument('--all', action='store_true', help='every variable, not only key ones')
 
 
-def default_site() -> str:
-    return os.environ.get('COMMCHECK_SITE', '').strip() or 'local'
-
-
 def add_site(p) -> None:
-    p.add_argument('--site', type=nonempty, default=default_site(),
+    p.add_argument('--site', type=nonempty,
                    help='local, a name in config/sites/, or a site file '
                         '(default: COMMCHECK_SITE or local)')
+
+
+def load_site(args):
+    """The site ``--site`` (else ``COMMCHECK_SITE``, else ``local``) names; ``args.site`` is
+    set to that name. A bad one: one line naming the option or the variable."""
+    from commcheck import sitefile
+    from commcheck.site import SiteError
+    given = os.environ.get('COMMCHECK_SITE', '').strip()
+    source = '--site' if args.site else 'COMMCHECK_SITE' if given else None
+    args.site = args.site or given or 'local'
+    try:
+        return sitefile.load_named(args.site)
+    except SiteError as err:
+        if source:
+            said = f'--site {args.site}' if source == '--site' else f'{source}={args.site}'
+            raise SiteError(f'{said}: {err}') from None
+        raise
 
 
 def check_range(args) -> None:

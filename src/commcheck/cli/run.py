@@ -91,8 +91,8 @@ def run_reframe(cmd: list[str], env: dict, lock: runstate.RunLock) -> tuple[int,
 
 
 def _setup(args):
-    from commcheck import preflight, sitefile
-    site = sitefile.load_named(args.site)   # a bad site file is one line here, not in ReFrame
+    from commcheck import preflight
+    site = options.load_site(args)      # a bad site file is one line here, not in ReFrame
     found = preflight.problems(paths.REPORTS_DIR, paths.STATE_DIR)
     if found:
         raise UserError(found[0] + (f' (and {len(found) - 1} more: commcheck preflight)'

@@ -26,7 +26,7 @@ def cmd_site(args) -> int:
         print(f'{args.file}: site {site.name}: {len(site.partitions)} partition(s), '
               f'{len(site.stacks)} stack(s): {", ".join(s.id for s in site.stacks)}')
         return 0
-    site = sitefile.load_named(args.site)
+    site = options.load_site(args)
     if args.reframe:
         from commcheck.rfmconfig import reframe_configuration
         print(json.dumps(reframe_configuration(site), indent=2))

@@ -25,4 +25,5 @@ def cmd_setup_mpi(args) -> int:
 
 def cmd_mirror(args) -> int:
     from commcheck import mirror
+    options.load_site(args)     # named by its option or variable, before Spack is looked for
     return mirror.main(args)
