@@ -172,3 +172,7 @@ def test_reframe_output_is_judged():
                                 "argument to '--repeat' option must be a non-negative "
                                 "integer\x1b[0m")
     assert run_cli.REFUSED.search(said).group(1).startswith("argument to '--repeat'")
+
+
+def test_reframe_status_maps_to_the_contract():
+    assert [run_cli.exit_code(s) for s in (0, 1, 2, 5, -15, -9)] == [0, 1, 4, 4, 143, 137]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from commcheck import paths
 from commcheck.cli import guard, options, runstate
-from commcheck.errors import EXIT_USAGE, UserError
+from commcheck.errors import EXIT_INTERNAL, EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, UserError
 
 NOTHING_RAN = re.compile(r'Ran 0/0 test case')
 REFUSED = re.compile(r'(?:reframe: error:|command line error:)\s*(.*)')
@@ -129,8 +129,16 @@ def _judge(args, status, tail, produced) -> int | None:
         errors = [line.strip() for line in tail if 'ERROR' in line]
         print(f'ERROR: reframe exited with status {status} and wrote no run report'
               + (f': {errors[-1]}' if errors else ''), file=sys.stderr)
-        return status if status not in (0, 1) else EXIT_USAGE
+        return exit_code(status) if status < 0 else EXIT_USAGE
     return None
+
+
+def exit_code(status: int) -> int:
+    """commcheck's code for ReFrame's status: 0 and 1 (a failed check) as they are, killed by
+    signal N as 128 + N, anything else an error of ReFrame's (never 1)."""
+    if status < 0:
+        return 128 - status
+    return status if status in (EXIT_OK, EXIT_REGRESSED) else EXIT_INTERNAL
 
 
 def cmd_run(args) -> int:
@@ -164,4 +172,4 @@ def cmd_run(args) -> int:
         print(f'commcheck: stopped by {signal.Signals(received[0]).name}; ReFrame stored the '
               f'partial session', file=sys.stderr)
         return 128 + received[0]
-    return status
+    return exit_code(status)
