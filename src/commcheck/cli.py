@@ -215,15 +215,11 @@ def cmd_bench(args) -> int:
 
 
 # -- the gate ----------------------------------------------------------------------------------
-def _sessions(args, warn):
-    from commcheck import history
-    return history.read_db(args.db or paths.RESULTS_DB, warn)
-
-
 def cmd_baseline(args) -> int:
     from commcheck import baseline, history
-    sessions = history.select(_sessions(args, history.warn_stderr), uuids=args.session or (),
-                              last=args.last, since=args.since, until=args.until)
+    sessions = history.read_selected(     # only the selected sessions' records are decoded
+        args.db or paths.RESULTS_DB, history.warn_stderr, cases=False,
+        uuids=args.session or (), last=args.last, since=args.since, until=args.until)
     if not sessions:
         raise UsageError('no stored session matches the selection')
     systems = sorted({s.system for sess in sessions for s in sess.samples})

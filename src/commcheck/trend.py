@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+from typing import Iterable
 
 import numpy as np
 import ruptures
@@ -29,10 +30,16 @@ class Point:
     session: str
     when: str
     samples: list[Sample]
+    value: float = math.nan     # the median of the samples (computed when not given)
 
-    @property
-    def value(self) -> float:
-        return statistics.median(s.value for s in self.samples)
+    def __post_init__(self):
+        if math.isnan(self.value):
+            self.value = statistics.median(s.value for s in self.samples)
+
+    def compact(self) -> 'Point':
+        """The point without its launches (one kept for its unit): what a table or a plot
+        needs once the change points are found, at a fraction of the memory."""
+        return Point(self.session, self.when, self.samples[:1], self.value)
 
 
 @dataclasses.dataclass
@@ -112,3 +119,32 @@ def history(sessions: list[Session], keys=None, settings: Settings = Settings())
     all_series = series(sessions)
     chosen = {k: v for k, v in all_series.items() if keys is None or k in keys}
     return chosen, [cp for key, pts in sorted(chosen.items()) for cp in detect(pts, key, settings)]
+
+
+def points(samples: Iterable[Sample], when: dict[str, str]) -> list[Point]:
+    """One variable's samples (ordered by session) as one point per session (oversubscribed
+    runs left out); ``when`` gives each session's start text."""
+    out: list[Point] = []
+    mine: list[Sample] = []
+    for s in samples:
+        if s.oversubscribed or s.value <= 0:
+            continue
+        if mine and s.session != mine[0].session:
+            out.append(Point(mine[0].session, when.get(mine[0].session, ''), mine))
+            mine = []
+        mine.append(s)
+    if mine:
+        out.append(Point(mine[0].session, when.get(mine[0].session, ''), mine))
+    return out
+
+
+def stream(groups: Iterable[tuple[tuple, list[Point]]], settings: Settings = Settings()):
+    """(series, change points) from one variable's points at a time (e.g. read from
+    :mod:`commcheck.sample_index`): only the variable at hand keeps its launches in memory."""
+    chosen, found = {}, []
+    for key, pts in groups:
+        if not pts:
+            continue
+        found.extend(detect(pts, key, settings))
+        chosen[key] = [p.compact() for p in pts]
+    return chosen, found
