@@ -42,6 +42,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_ints(text: str) -> list[int]:
+    """``30,120,365``: whole numbers of at least 1."""
+    return [positive_int(part) for part in text.split(',')]
+
+
 def fraction(text: str) -> float:
     try:
         value = float(text)
@@ -210,6 +215,9 @@ def cmd_bench(args) -> int:
     if args.what == 'gate':
         from commcheck import bench_gate
         return bench_gate.main(args)
+    if args.what == 'history':
+        from commcheck import bench_history
+        return bench_history.main(args)
     from commcheck import bench
     return bench.main(args)
 
@@ -314,12 +322,22 @@ def parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser('bench', help='benchmarks: our ping-pong beside NetPIPE/OSU, or the '
                                          "gate's false-positive rate and power")
-    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate'), default='pingpong')
+    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate', 'history'),
+                       default='pingpong')
     bench.add_argument('--iters', type=positive_int, default=20000,
                        help='round trips per launch (pingpong)')
     bench.add_argument('--launches', type=positive_int, default=40,
                        help='clean launches per stack (gate)')
     bench.add_argument('--stack', help='one stack (default: the Debian MPICH and Open MPI)')
+    bench.add_argument('--sessions', type=positive_ints, metavar='N,N,...',
+                       help='history sizes in nightly sessions (history; default 30,120,365)')
+    bench.add_argument('--repeat', type=positive_int, default=1,
+                       help='launches of each test per session (history)')
+    bench.add_argument('--source', type=existing_file,
+                       help='run report the history is made from (history; default: the '
+                            "report tests' session)")
+    bench.add_argument('--keep', type=output_dir,
+                       help='make the histories under this directory (history; default: /tmp)')
     bench.set_defaults(func=cmd_bench)
 
     base = sub.add_parser('baseline', help='write references from stored launches')
