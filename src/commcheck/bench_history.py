@@ -55,12 +55,12 @@ def _stamp(unix: float) -> str:
     return datetime.fromtimestamp(unix, timezone.utc).strftime('%Y%m%dT%H%M%S')
 
 
-def one_size(report: dict, n: int, repeat: int, root: Path) -> dict[str, tuple]:
-    where = root / f'{n}x{repeat}'
+def one_size(report: dict, n: int, repeat: int, widen: int, root: Path) -> dict[str, tuple]:
+    where = root / f'{n}x{repeat}x{widen}'
     db = where / 'results.db'
     start = time.time() - (n + 1) * history_gen.DAY
     began = time.perf_counter()
-    gen = history_gen.generate(report, n, db, repeat=repeat, start=start)
+    gen = history_gen.generate(report, n, db, repeat=repeat, widen=widen, start=start)
     made = time.perf_counter() - began
     env = {**os.environ, 'COMMCHECK_REPORTS': str(where), 'COMMCHECK_STATE': str(where / 'state'),
            'RFM_REFERENCE_PREFIX': str(where / 'refs'), 'RFM_SQLITE_DB_FILE': str(db)}
@@ -68,8 +68,10 @@ def one_size(report: dict, n: int, repeat: int, root: Path) -> dict[str, tuple]:
     stored = history.ResultsDB(db).stored()
     newest, window = stored[-1], stored[-1 - BASELINE_SESSIONS:-1] or stored[:1]
     peer = f'{_stamp(window[0].time_start)}:{_stamp(newest.time_start)}/{newest.uuid}/median:/'
-    out = {'sessions': (len(stored), None, None), 'test cases': (
-        sum(len(r['testcases']) for r in gen.session(0)['runs']) * n, None, None),
+    per_session = sum(len(r['testcases']) for r in gen.session(0)['runs'])
+    out = {'sessions': (len(stored), None, None), 'test cases a session': (per_session, None,
+                                                                           None),
+           'test cases': (per_session * n, None, None),
         'database MB': (db.stat().st_size / 1e6, None, None),
         'generate': (f'{made:.1f} s', None, 0)}
     out['baseline --last 20'] = timed([*cc, 'baseline', '--last', str(BASELINE_SESSIONS)], env)
@@ -87,10 +89,11 @@ def one_size(report: dict, n: int, repeat: int, root: Path) -> dict[str, tuple]:
     return out
 
 
-def table(results: dict[str, dict], repeat: int) -> Table:
+def table(results: dict[str, dict], repeat: int, widen: int) -> Table:
     sizes = list(results)
     t = Table(title=f'commcheck bench history: nightly sessions of the source session, '
-                    f'--repeat {repeat}: wall seconds (CPU seconds) / peak MB; exit code if not 0',
+                    f'--repeat {repeat} --widen {widen}: wall seconds (CPU seconds) / peak MB; '
+                    f'exit code if not 0',
               header_style='bold')
     t.add_column('step')
     for n in sizes:
@@ -100,7 +103,7 @@ def table(results: dict[str, dict], repeat: int) -> Table:
         for n in sizes:
             value, peak, code = results[n][step]
             if peak is None and code is None:
-                cells.append(f'{value:,.0f}' if value >= 100 else f'{value:.1f}')
+                cells.append(f'{value:,}' if isinstance(value, int) else f'{value:,.1f}')
             else:
                 cells.append(value + (f' / {peak:.0f} MB' if peak else '')
                              + (f' (exit {code})' if code else ''))
@@ -119,9 +122,10 @@ def main(args) -> int:
     with tempfile.TemporaryDirectory(prefix='commcheck-bench-history-',
                                      dir=args.keep) as tmp:
         for n in sizes:
-            console.print(f'{n} sessions x --repeat {args.repeat}: generating and timing...')
-            results[n] = one_size(report, n, args.repeat, Path(tmp))
-            console.print(table(results, args.repeat))
+            console.print(f'{n} sessions, --repeat {args.repeat} --widen {args.widen}: '
+                          f'generating and timing...')
+            results[n] = one_size(report, n, args.repeat, args.widen, Path(tmp))
+            console.print(table(results, args.repeat, args.widen))
     console.print(f'source session: {source}; machine: {_cpu()}; '
                   f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
     return 0

@@ -249,6 +249,17 @@ def cmd_baseline(args) -> int:
     return 0
 
 
+def cmd_archive(args) -> int:
+    from commcheck import archive
+    db = args.db or paths.RESULTS_DB
+    into = args.into or paths.REPORTS_DIR / 'archive.db'
+    moved = archive.move(db, args.before, into)
+    print(f'commcheck: moved {len(moved)} session(s) started before '
+          f'{datetime.datetime.fromtimestamp(args.before).isoformat(" ", "minutes")} '
+          f'from {db} to {into}' + (f' ({moved[0].uuid} ... {moved[-1].uuid})' if moved else ''))
+    return 0
+
+
 def cmd_compare(args) -> int:
     from commcheck import gate_cli
     return gate_cli.compare(args)
@@ -333,6 +344,8 @@ def parser() -> argparse.ArgumentParser:
                        help='history sizes in nightly sessions (history; default 30,120,365)')
     bench.add_argument('--repeat', type=positive_int, default=1,
                        help='launches of each test per session (history)')
+    bench.add_argument('--widen', type=positive_int, default=1,
+                       help='distinct copies of each test, for a larger suite (history)')
     bench.add_argument('--source', type=existing_file,
                        help='run report the history is made from (history; default: the '
                             "report tests' session)")
@@ -375,6 +388,16 @@ def parser() -> argparse.ArgumentParser:
     comp.add_argument('--json', type=Path, help='write the comparison here (default: '
                                                 'reports/gate/<session>.json)')
     comp.set_defaults(func=cmd_compare)
+
+    arch = sub.add_parser('archive', help='move old sessions out of the results database '
+                                          '(copied, verified, then deleted)')
+    arch.add_argument('--before', type=date, required=True,
+                      help='sessions started before this date (YYYY-MM-DD[THH:MM])')
+    arch.add_argument('--db', type=existing_file, help='ReFrame results database '
+                                                       '(default: reports/results.db)')
+    arch.add_argument('--into', type=Path, help='archive database (default: '
+                                                'reports/archive.db; created or added to)')
+    arch.set_defaults(func=cmd_archive)
 
     hist = sub.add_parser('history', help='change points over stored sessions')
     _selection(hist, 'history over this')

@@ -154,6 +154,22 @@ def read_run_report(path: str | Path, warn: Warn = warn_stderr) -> Session:
     return session_from_report(report, str(path), warn)
 
 
+# ReFrame 4.x results database, schema 1.0 (reframe/frontend/reporting/storage.py): the same
+# tables, columns and indexes, so ReFrame reads and appends to what commcheck writes (generated
+# histories, archives).
+RFM_SCHEMA = (
+    'CREATE TABLE sessions(uuid TEXT PRIMARY KEY, session_start_unix REAL, '
+    'session_end_unix REAL, json_blob TEXT, report_file TEXT)',
+    'CREATE TABLE testcases(name TEXT,system TEXT, partition TEXT, environ TEXT, '
+    'job_completion_time_unix REAL, session_uuid TEXT, uuid TEXT, '
+    'FOREIGN KEY(session_uuid) REFERENCES sessions(uuid) ON DELETE CASCADE)',
+    'CREATE INDEX index_testcases_time on testcases(job_completion_time_unix)',
+    'CREATE TABLE metadata(schema_version TEXT)',
+    'CREATE INDEX index_sessions_time on sessions(session_start_unix)',
+    "INSERT INTO metadata VALUES('1.0')",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Stored:
     """A session as the results database lists it, without its record."""

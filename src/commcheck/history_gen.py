@@ -1,9 +1,10 @@
 """Large, realistic histories made from one real session, for ``commcheck bench history`` and
 the tests: nothing of megabytes is committed, the history is made when needed.
 
-One real run report (or a stored session) is replicated into N nightly sessions one day apart,
-each with a new uuid, every test case ``repeat`` times (as ``reframe --repeat`` names them), its
-performance values moved by a realistic noise model:
+One real run report is replicated into N nightly sessions one day apart, each with a new uuid,
+every test case ``repeat`` times (as ``reframe --repeat`` names them; ``widen`` makes the suite
+that many times larger with distinct copies of each test), its performance values moved by a
+realistic noise model:
 
 - per session and variable, a machine-state factor (lognormal, ``session_noise``);
 - per launch, a launch factor (lognormal, ``launch_noise``) and, for ``tail`` of the launches,
@@ -30,24 +31,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from commcheck import experiments
-from commcheck.history import REPEAT
+from commcheck.history import REPEAT, RFM_SCHEMA
 
 DAY = 86400.0
-# ReFrame 4.x results database, schema 1.0 (reframe/frontend/reporting/storage.py): the same
-# tables, columns and indexes, so ReFrame reads and appends to what is generated.
-RFM_SCHEMA = (
-    'CREATE TABLE sessions(uuid TEXT PRIMARY KEY, session_start_unix REAL, '
-    'session_end_unix REAL, json_blob TEXT, report_file TEXT)',
-    'CREATE TABLE testcases(name TEXT,system TEXT, partition TEXT, environ TEXT, '
-    'job_completion_time_unix REAL, session_uuid TEXT, uuid TEXT, '
-    'FOREIGN KEY(session_uuid) REFERENCES sessions(uuid) ON DELETE CASCADE)',
-    'CREATE INDEX index_testcases_time on testcases(job_completion_time_unix)',
-    'CREATE TABLE metadata(schema_version TEXT)',
-    'CREATE INDEX index_sessions_time on sessions(session_start_unix)',
-    "INSERT INTO metadata VALUES('1.0')",
-)
-
-
 @dataclasses.dataclass(frozen=True)
 class Change:
     """A planted change point: from session ``at`` on, ``environ`` is ``factor`` worse."""
@@ -100,15 +86,33 @@ def templates(report: dict) -> list[dict]:
     return out
 
 
+def widened(cases: list[dict], widen: int) -> list[dict]:
+    """A suite ``widen`` times larger: each performance test as ``%copy=0..widen-1`` (a
+    site's suite has more tests than one quick run; the copies are distinct tests)."""
+    if widen == 1:
+        return cases
+    out = []
+    for case in cases:
+        if not case.get('perfvalues') or case.get('fixture'):
+            out.append(case)
+            continue
+        base = REPEAT.sub('', case['display_name'])
+        out.extend({**case, 'display_name': f'{base} %copy={w}',
+                    'unique_name': f"{case.get('unique_name') or base}_c{w}"}
+                   for w in range(widen))
+    return out
+
+
 def environs(report: dict) -> list[str]:
     return sorted({c['environ'] for c in templates(report) if c.get('perfvalues')})
 
 
 class Generator:
-    def __init__(self, report: dict, n: int, *, repeat: int = 1, changes=None,
-                 noise: Noise = Noise(), seed: int = 0, start: float | None = None):
+    def __init__(self, report: dict, n: int, *, repeat: int = 1, widen: int = 1,
+                 changes=None, noise: Noise = Noise(), seed: int = 0,
+                 start: float | None = None):
         self.report, self.n, self.repeat, self.noise = report, n, repeat, noise
-        self.cases = templates(report)
+        self.cases = widened(templates(report), widen)
         self.changes = default_changes(n, environs(report)) if changes is None else changes
         self.rng = random.Random(seed)
         self.t0 = start if start is not None else report['session_info']['time_start_unix']

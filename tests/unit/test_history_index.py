@@ -8,6 +8,7 @@ ReFrame's schema."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import sqlite3
 from pathlib import Path
@@ -269,3 +270,34 @@ def test_compare_says_since_when_from_the_index(tmp_path, report):
     for c in regressed:
         assert c['since']['session'] == sessions[6].uuid
         assert 'mpi_version' in c['since']['provenance_changes']
+
+
+def test_archive_moves_old_sessions_and_loses_none(tmp_path, report, capsys):
+    db, gen = make(tmp_path, report, 6)
+    before = history.read_db(db)
+    sample_index.open_index(db).close()
+    cut = datetime.datetime.fromtimestamp(before[4].time_start).isoformat(timespec='minutes')
+    into = tmp_path / 'archive.db'
+    assert cli.main(['archive', '--db', str(db), '--before', cut, '--into', str(into)]) == 0
+    assert 'moved 4 session(s)' in capsys.readouterr().out
+    live, kept = history.read_db(db), history.read_db(into)
+    assert [s.uuid for s in kept + live] == [s.uuid for s in before]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute('SELECT count(DISTINCT session_uuid) FROM testcases').fetchone() == (2,)
+    with sqlite3.connect(into) as conn:
+        assert conn.execute('SELECT count(*) FROM testcases').fetchone()[0] == sum(
+            len(s.cases) for s in kept)
+    index = sample_index.open_index(db)           # the index follows the live database
+    try:
+        assert_index_is_full_read(index, db)
+    finally:
+        index.close()
+    # Again: nothing left to move; a conflicting record in the archive stops the move.
+    assert cli.main(['archive', '--db', str(db), '--before', cut, '--into', str(into)]) == 0
+    history_gen.write_db(db, [gen.session(0)])        # an older session stored late...
+    with sqlite3.connect(into) as conn:               # ...whose uuid the archive holds already
+        conn.execute('UPDATE sessions SET uuid = ? WHERE uuid = ?',
+                     (history.read_db(db)[0].uuid, kept[0].uuid))
+    assert cli.main(['archive', '--db', str(db), '--before', cut, '--into', str(into)]) == 2
+    assert 'already archived with another record' in capsys.readouterr().err
+    assert len(history.read_db(db)) == 3               # it stayed in the live database
