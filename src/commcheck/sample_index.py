@@ -72,11 +72,15 @@ class SampleIndex:
         self.db, self.path, self.warn = db, path, warn
         self.conn: sqlite3.Connection | None = None
         self._prov: dict[int, tuple] = {}
+        self._ids: dict[tuple, int] = {}        # (table, values) -> id, of committed rows
 
     # -- opening, checking, updating ----------------------------------------------------------
     def _connect(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=60)
+        # A derived file: an OS crash may cost it (it is then set aside and rebuilt), a killed
+        # process never does (each session is one transaction).
+        self.conn.execute('PRAGMA synchronous = NORMAL')
         tables = {r[0] for r in self.conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
@@ -146,31 +150,35 @@ class SampleIndex:
             self.conn.execute('COMMIT')
         except BaseException:
             self.conn.execute('ROLLBACK')
+            self._ids.clear()                   # ids of rolled-back rows are gone
             raise
         for problem in problems if session else ():
             self.warn(problem)
 
     def _rows(self, sid: int, session: Session) -> Iterator[tuple]:
-        keys: dict[tuple, int] = {}
-        provs: dict[tuple, int] = {}
         launches: dict[int, int] = {}
         for s in session.samples:
-            kid = keys.get(s.key) or keys.setdefault(s.key, self._id('keys', s.key))
-            pid = provs.get(s.provenance) or provs.setdefault(
-                s.provenance, self._id('provenance', (json.dumps(s.provenance),)))
+            kid = self._id('keys', s.key)
+            pid = self._id('provenance', s.provenance)
             launch = launches[kid] = launches.get(kid, -1) + 1
             yield (sid, kid, launch, s.time, s.value, s.unit, s.result, int(s.oversubscribed),
                    pid)
 
     def _id(self, table: str, values: tuple) -> int:
+        """The id of a key or a provenance (stored once each), added if new."""
+        known = self._ids.get((table, values))
+        if known is not None:
+            return known
         columns = {'keys': ('system', 'partition', 'environ', 'test', 'variable'),
                    'provenance': ('json',)}[table]
+        row = values if table == 'keys' else (json.dumps(values),)
         where = ' AND '.join(f'{c} = ?' for c in columns)
-        row = self.conn.execute(f'SELECT id FROM {table} WHERE {where}', values).fetchone()
-        if row:
-            return row[0]
-        return self.conn.execute(f'INSERT INTO {table}({", ".join(columns)}) VALUES '
-                                 f'({", ".join("?" * len(columns))})', values).lastrowid
+        found = self.conn.execute(f'SELECT id FROM {table} WHERE {where}', row).fetchone()
+        ident = found[0] if found else self.conn.execute(
+            f'INSERT INTO {table}({", ".join(columns)}) VALUES ({", ".join("?" * len(columns))})',
+            row).lastrowid
+        self._ids[(table, values)] = ident
+        return ident
 
     # -- reading ------------------------------------------------------------------------------
     def sessions(self, chosen: Iterable[Stored] | None = None) -> list[Indexed]:
@@ -245,6 +253,9 @@ def open_index(db: str | Path | ResultsDB, warn: Warn = warn_stderr,
             index._connect()
             index.update()
             return index
+        except sqlite3.OperationalError as err:     # locked, disk full: not damage
+            index.close()
+            raise HistoryError(f'{path}: cannot update the history index ({err})') from None
         except sqlite3.DatabaseError as err:
             index.close()
             if attempt == 2 or not path.exists():

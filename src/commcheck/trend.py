@@ -17,7 +17,6 @@ import statistics
 from typing import Iterable
 
 import numpy as np
-import ruptures
 from scipy import stats
 
 from commcheck import experiments
@@ -78,13 +77,41 @@ def series(sessions: list[Session]) -> dict[tuple, list[Point]]:
     return out
 
 
+def pelt_l2(signal, pen: float) -> list[int]:
+    """The breakpoints ``ruptures.Pelt(model='l2', min_size=1, jump=1).fit(signal)
+    .predict(pen)`` finds (the same recursion, pruning and tie-breaking; the tests check it
+    against ruptures), vectorised over the admissible set with cumulative sums: a year of
+    nightly sessions segments in milliseconds instead of seconds, for every variable."""
+    x = np.asarray(signal, float).reshape(-1)
+    x = x - x.mean()
+    n = len(x)
+    sums = np.concatenate(([0.0], np.cumsum(x)))
+    squares = np.concatenate(([0.0], np.cumsum(x * x)))
+    best = np.zeros(n + 1)                  # optimal penalised cost of x[:t]
+    last = np.zeros(n + 1, dtype=int)       # where its last segment starts
+    admissible = np.zeros(0, dtype=int)
+    for t in range(1, n + 1):
+        admissible = np.append(admissible, t - 1)
+        total = sums[t] - sums[admissible]
+        cost = np.maximum(squares[t] - squares[admissible] - total * total / (t - admissible),
+                          0.0)
+        candidates = best[admissible] + (cost + pen)
+        k = int(np.argmin(candidates))
+        best[t], last[t] = candidates[k], admissible[k]
+        admissible = admissible[candidates <= best[t] + pen]
+    bkps, t = [], n
+    while t > 0:
+        bkps.append(t)
+        t = last[t]
+    return sorted(bkps)
+
+
 def _candidates(values: list[float]) -> list[int]:
     signal = np.log(np.asarray(values, float))
     diffs = np.diff(signal)
     noise = 1.4826 * np.median(np.abs(diffs - np.median(diffs))) / math.sqrt(2) if len(diffs) else 0
     scale = noise if noise > 1e-12 else (np.std(signal) or 1.0)
-    algo = ruptures.Pelt(model='l2', min_size=1, jump=1).fit((signal / scale).reshape(-1, 1))
-    return [b for b in algo.predict(pen=3 * math.log(len(values))) if b < len(values)]
+    return [b for b in pelt_l2(signal / scale, 3 * math.log(len(values))) if b < len(values)]
 
 
 def detect(points: list[Point], key: tuple, settings: Settings = Settings(),

@@ -13,6 +13,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from commcheck import cli, gate_cli, history, history_gen, preflight, sample_index, trend
@@ -301,3 +302,21 @@ def test_archive_moves_old_sessions_and_loses_none(tmp_path, report, capsys):
     assert cli.main(['archive', '--db', str(db), '--before', cut, '--into', str(into)]) == 2
     assert 'already archived with another record' in capsys.readouterr().err
     assert len(history.read_db(db)) == 3               # it stayed in the live database
+
+
+def test_segmentation_is_ruptures_pelt():
+    """history's segmentation is ruptures' PELT (l2, min_size 1, jump 1), only faster: the
+    same breakpoints on series with and without shifts, ties and constant runs."""
+    ruptures = pytest.importorskip('ruptures')
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 160))
+        x = rng.normal(0, 1, n) + rng.normal(0, 10)
+        for at in rng.integers(0, n, int(rng.integers(0, 4))):
+            x[at:] += rng.normal(0, 4)
+        if rng.random() < 0.2:
+            x = np.round(x)
+        pen = 3 * np.log(n)
+        expected = ruptures.Pelt(model='l2', min_size=1, jump=1).fit(
+            x.reshape(-1, 1)).predict(pen=pen)
+        assert trend.pelt_l2(x, pen) == expected
