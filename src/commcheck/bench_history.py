@@ -11,7 +11,8 @@ memory (the child's ``ru_maxrss`` from ``wait4``):
 - ``history`` after one more session was stored (the index adds it, nothing else);
 - ``report`` of the newest session (its history section from the index);
 - the peer: ReFrame's own ``reframe --performance-compare`` of the newest session against the
-  20 sessions before it (median), which decodes every session of both windows.
+  20 sessions before it (median), which decodes every session of both windows, and
+  ``reframe --list-stored-sessions`` (it reads every session's record to list them).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def one_size(report: dict, n: int, repeat: int, widen: int, root: Path) -> dict[
     rfm = [str(Path(sys.executable).with_name('reframe')), '-C',
            str(paths.CONFIG_DIR / 'local.py'), f'--performance-compare={peer}']
     out['reframe --performance-compare'] = timed(rfm, env)
+    out['reframe --list-stored-sessions'] = timed([*rfm[:3], '--list-stored-sessions=all'], env)
     out['index MB'] = (sum(p.stat().st_size for p in where.glob('*.index.db')) / 1e6, None,
                        None)
     return out

@@ -30,13 +30,13 @@ from commcheck import paths, preflight
 from commcheck.history import (HistoryError, ResultsDB, Sample, Session, Stored, Warn,
                                decode_record, warn_stderr)
 
-FORMAT = '1'                    #: bumped when the schema or what a row means changes
+FORMAT = '2'                    #: bumped when the schema or what a row means changes
 SCHEMA = (
     'CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT)',
     'CREATE TABLE sessions(id INTEGER PRIMARY KEY, uuid TEXT UNIQUE NOT NULL, '
     'time_start REAL, time_start_text TEXT, problem TEXT)',
     'CREATE TABLE keys(id INTEGER PRIMARY KEY, system TEXT, partition TEXT, environ TEXT, '
-    'test TEXT, variable TEXT, UNIQUE(system, partition, environ, test, variable))',
+    'test TEXT, variable TEXT, unit TEXT, UNIQUE(system, partition, environ, test, variable))',
     'CREATE TABLE provenance(id INTEGER PRIMARY KEY, json TEXT UNIQUE NOT NULL)',
     'CREATE TABLE samples(session INTEGER NOT NULL REFERENCES sessions(id), key INTEGER NOT NULL, '
     'launch INTEGER, time REAL, value REAL, unit TEXT, result TEXT, oversubscribed INTEGER, '
@@ -115,11 +115,15 @@ class SampleIndex:
         stored = {s.uuid: s for s in self.db.stored()}
         known = dict(self.conn.execute('SELECT uuid, id FROM sessions'))
         gone = [known[u] for u in known if u not in stored]
-        for sid in gone:
+        if gone:
             self.conn.execute('BEGIN IMMEDIATE')
-            self.conn.execute('DELETE FROM samples WHERE session = ?', (sid,))
-            self.conn.execute('DELETE FROM sessions WHERE id = ?', (sid,))
+            self.conn.executemany('DELETE FROM samples WHERE session = ?', [(g,) for g in gone])
+            self.conn.executemany('DELETE FROM sessions WHERE id = ?', [(g,) for g in gone])
+            for table, column in (('keys', 'key'), ('provenance', 'provenance')):
+                self.conn.execute(f'DELETE FROM {table} WHERE id NOT IN '
+                                  f'(SELECT DISTINCT {column} FROM samples)')
             self.conn.execute('COMMIT')
+            self._ids.clear()
         new = [stored[u] for u in stored if u not in known]
         for uuid, blob in self.db.records([s.uuid for s in new]):
             self._add(stored[uuid], blob)
@@ -158,25 +162,30 @@ class SampleIndex:
     def _rows(self, sid: int, session: Session) -> Iterator[tuple]:
         launches: dict[int, int] = {}
         for s in session.samples:
-            kid = self._id('keys', s.key)
+            kid = self._id('keys', s.key, s.unit)
             pid = self._id('provenance', s.provenance)
             launch = launches[kid] = launches.get(kid, -1) + 1
             yield (sid, kid, launch, s.time, s.value, s.unit, s.result, int(s.oversubscribed),
                    pid)
 
-    def _id(self, table: str, values: tuple) -> int:
-        """The id of a key or a provenance (stored once each), added if new."""
+    def _id(self, table: str, values: tuple, unit: str = '') -> int:
+        """The id of a key (with its first unit) or a provenance (stored once each), added
+        if new."""
         known = self._ids.get((table, values))
         if known is not None:
             return known
-        columns = {'keys': ('system', 'partition', 'environ', 'test', 'variable'),
-                   'provenance': ('json',)}[table]
-        row = values if table == 'keys' else (json.dumps(values),)
-        where = ' AND '.join(f'{c} = ?' for c in columns)
-        found = self.conn.execute(f'SELECT id FROM {table} WHERE {where}', row).fetchone()
-        ident = found[0] if found else self.conn.execute(
-            f'INSERT INTO {table}({", ".join(columns)}) VALUES ({", ".join("?" * len(columns))})',
-            row).lastrowid
+        if table == 'keys':
+            found = self.conn.execute('SELECT id FROM keys WHERE system = ? AND partition = ? '
+                                      'AND environ = ? AND test = ? AND variable = ?',
+                                      values).fetchone()
+            insert = ('INSERT INTO keys(system, partition, environ, test, variable, unit) '
+                      'VALUES (?, ?, ?, ?, ?, ?)', (*values, unit))
+        else:
+            text = json.dumps(values)
+            found = self.conn.execute('SELECT id FROM provenance WHERE json = ?',
+                                      (text,)).fetchone()
+            insert = ('INSERT INTO provenance(json) VALUES (?)', (text,))
+        ident = found[0] if found else self.conn.execute(*insert).lastrowid
         self._ids[(table, values)] = ident
         return ident
 
@@ -190,15 +199,14 @@ class SampleIndex:
 
     def keys(self, chosen: Iterable[Indexed] | None = None) -> list[tuple[tuple, str]]:
         """(key, unit) of every variable measured (in the chosen sessions), sorted by key."""
-        sql = ('SELECT DISTINCT k.system, k.partition, k.environ, k.test, k.variable, x.unit '
-               'FROM samples x JOIN keys k ON x.key = k.id')
+        sql = 'SELECT system, partition, environ, test, variable, unit FROM keys'
         params: list = []
-        if chosen is not None:
-            uuids = [s.uuid for s in chosen]
-            sql += (' JOIN sessions s ON x.session = s.id WHERE s.uuid IN '
-                    f'({",".join("?" * len(uuids))})')
+        uuids = None if chosen is None else [s.uuid for s in chosen]
+        if uuids is not None and len(uuids) < len(self.sessions()):
+            sql += (' WHERE id IN (SELECT DISTINCT x.key FROM samples x JOIN sessions s ON '
+                    f'x.session = s.id WHERE s.uuid IN ({",".join("?" * len(uuids))}))')
             params = uuids
-        return sorted({(tuple(r[:5]), r[5]) for r in self._query(sql, params)})
+        return sorted((tuple(r[:5]), r[5]) for r in self._query(sql, params))
 
     def samples(self, key: tuple, chosen: Iterable[Indexed] | None = None) -> list[Sample]:
         """The samples of one variable (in the chosen sessions), by session start and launch."""
