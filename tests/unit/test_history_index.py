@@ -320,3 +320,28 @@ def test_segmentation_is_ruptures_pelt():
         expected = ruptures.Pelt(model='l2', min_size=1, jump=1).fit(
             x.reshape(-1, 1)).predict(pen=pen)
         assert trend.pelt_l2(x, pen) == expected
+
+
+def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
+    """The report of a stored session takes its history from the sample index (the other
+    sessions' records are not decoded) and marks the planted upgrade."""
+    from commcheck.report import entry
+    change = history_gen.Change(at=14, environ='gnu-openmpi4', field='env.UCX_TLS',
+                                before='sm,self', after='tcp,self', factor=1.5)
+    db, _ = make(tmp_path, report, 24, changes=[change])
+    sessions = history.read_db(db)
+    monkeypatch.setenv('RFM_REFERENCE_PREFIX', str(tmp_path / 'refs'))
+    decoded = []
+    real = history.decode_record
+    sample_index.open_index(db).close()
+    monkeypatch.setattr(history, 'decode_record',
+                        lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
+    page = entry.report_of_stored(db, [], tmp_path / 'out', tmp_path, lambda m: None)
+    assert decoded == [f'{db} session {sessions[-1].uuid}']      # only the reported one
+    data = json.loads((page.parent / 'data.json').read_text())['sections']['history']
+    assert len(data['sessions']) == 24
+    flagged = {tuple(r['key']): r['change_points'] for r in data['rows'] if r['change_points']}
+    assert flagged and {k[2] for k in flagged} == {'gnu-openmpi4'}
+    for cps in flagged.values():
+        assert [cp['session'] for cp in cps] == [sessions[14].uuid[:8]]
+        assert [c['field'] for c in cps[0]['changes']] == ['env.UCX_TLS']
