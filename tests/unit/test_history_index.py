@@ -345,3 +345,23 @@ def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
     for cps in flagged.values():
         assert [cp['session'] for cp in cps] == [sessions[14].uuid[:8]]
         assert [c['field'] for c in cps[0]['changes']] == ['env.UCX_TLS']
+
+
+def test_baseline_and_compare_decode_only_what_they_judge(tmp_path, report, monkeypatch):
+    db, _ = make(tmp_path, report, 12, repeat=5, changes=[])
+    sessions = history.read_db(db)
+    decoded = []
+    real = history.decode_record
+    monkeypatch.setattr(history, 'decode_record',
+                        lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
+    refs = tmp_path / 'refs'
+    assert cli.main(['baseline', '--db', str(db), '--last', '3', '--refs', str(refs)]) == 0
+    assert decoded == [f'{db} session {s.uuid}' for s in sessions[-3:]]
+    decoded.clear()
+    monkeypatch.setenv('RFM_REFERENCE_PREFIX', str(refs))
+    out = tmp_path / 'gate.json'
+    assert cli.main(['compare', '--db', str(db), '--session', sessions[5].uuid,
+                     '--json', str(out)]) == 0       # clean: nothing regressed, no history read
+    assert decoded == [f'{db} session {sessions[5].uuid}']
+    assert not sample_index.index_path(db).exists()
+    assert json.loads(out.read_text())['counts']['unchanged'] > 0
