@@ -5,6 +5,10 @@ Every reader validates what it reads. A file that cannot be read at all raises
 is otherwise usable (one session, one test case, one perflog line) is skipped with a warning
 naming where it is, and the rest is returned. Nothing here writes.
 
+The results database is read selectively (:class:`ResultsDB`): sessions are listed and chosen
+from its uuid and start-time columns, and only the chosen sessions' JSON records are decoded.
+Series over many sessions come from the derived index, :mod:`commcheck.sample_index`.
+
 A *sample* is one performance value of one launch: one test case of one session (``--repeat N``
 makes N launches of each test in one session).
 """
