@@ -113,24 +113,35 @@ class SampleIndex:
         """Add the sessions the database has and the index lacks; drop those it no longer has.
         Returns how many were added and dropped."""
         stored = {s.uuid: s for s in self.db.stored()}
-        known = dict(self.conn.execute('SELECT uuid, id FROM sessions'))
-        gone = [known[u] for u in known if u not in stored]
+        # A session unreadable when it was indexed is tried again: its record may be repaired.
+        known = dict(self.conn.execute('SELECT uuid, id FROM sessions WHERE problem IS NULL'))
+        gone = [sid for u, sid in self.conn.execute('SELECT uuid, id FROM sessions')
+                if u not in stored or u not in known]
         if gone:
-            self.conn.execute('BEGIN IMMEDIATE')
-            self.conn.executemany('DELETE FROM samples WHERE session = ?', [(g,) for g in gone])
-            self.conn.executemany('DELETE FROM sessions WHERE id = ?', [(g,) for g in gone])
-            for table, column in (('keys', 'key'), ('provenance', 'provenance')):
-                self.conn.execute(f'DELETE FROM {table} WHERE id NOT IN '
-                                  f'(SELECT DISTINCT {column} FROM samples)')
-            self.conn.execute('COMMIT')
-            self._ids.clear()
+            self._drop(gone)
         new = [stored[u] for u in stored if u not in known]
         for uuid, blob in self.db.records([s.uuid for s in new]):
             self._add(stored[uuid], blob)
         for uuid, problem in self.conn.execute(
                 'SELECT uuid, problem FROM sessions WHERE problem IS NOT NULL'):
             self.warn(problem)
-        return {'added': len(new), 'dropped': len(gone)}
+        return {'added': len(new), 'dropped': len([u for u in known if u not in stored])}
+
+    def _drop(self, gone: list[int]) -> None:
+        """Sessions no longer in the database, and what only they used, in one transaction."""
+        self.conn.execute('BEGIN IMMEDIATE')
+        try:
+            self.conn.executemany('DELETE FROM samples WHERE session = ?', [(g,) for g in gone])
+            self.conn.executemany('DELETE FROM sessions WHERE id = ?', [(g,) for g in gone])
+            for table, column in (('keys', 'key'), ('provenance', 'provenance')):
+                self.conn.execute(f'DELETE FROM {table} WHERE id NOT IN '
+                                  f'(SELECT DISTINCT {column} FROM samples)')
+            self.conn.execute('COMMIT')
+        except BaseException:
+            self.conn.execute('ROLLBACK')
+            raise
+        finally:
+            self._ids.clear()
 
     def _add(self, stored: Stored, blob) -> None:
         """One session and its samples, in one transaction."""

@@ -202,6 +202,16 @@ def test_an_unreadable_session_is_named_and_skipped(tmp_path, report):
     finally:
         index.close()
     assert any(bad in w and 'unreadable' in w for w in warned)
+    good = history_gen.Generator(report, 3).session(1)          # the record repaired
+    good['session_info']['uuid'] = bad
+    with sqlite3.connect(db) as conn:
+        conn.execute('UPDATE sessions SET json_blob = ? WHERE uuid = ?', (json.dumps(good), bad))
+    index = sample_index.open_index(db)
+    try:
+        assert bad in {s.uuid for s in index.sessions()}
+        assert_index_is_full_read(index, db)
+    finally:
+        index.close()
 
 
 def run_history(db: Path, tmp_path: Path, *extra: str) -> dict:
