@@ -375,3 +375,18 @@ def test_baseline_and_compare_decode_only_what_they_judge(tmp_path, report, monk
     assert decoded == [f'{db} session {sessions[5].uuid}']
     assert not sample_index.index_path(db).exists()
     assert json.loads(out.read_text())['counts']['unchanged'] > 0
+
+
+def test_a_database_in_a_read_only_place_is_indexed_under_the_state_dir(tmp_path, report,
+                                                                       monkeypatch):
+    db, _ = make(tmp_path, report, 2)
+    monkeypatch.setattr(sample_index.paths, 'STATE_DIR', tmp_path / 'state')
+    monkeypatch.setattr(sample_index.os, 'access', lambda path, mode: False)
+    path = sample_index.index_path(db)
+    assert path.parent == tmp_path / 'state' / 'index' and path.name.endswith('.index.db')
+    index = sample_index.open_index(db)
+    try:
+        assert index.path == path and len(index.sessions()) == 2
+    finally:
+        index.close()
+    assert not (tmp_path / 'results.index.db').exists()
