@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from commcheck import baseline, experiments, gate, history, paths, trend
+from commcheck import baseline, experiments, gate, history, paths, sample_index, trend
 from commcheck.history import HistoryError
 
 EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED = 0, 1, 3
@@ -21,11 +21,14 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
 
 
 def _keep(sample: history.Sample, everything: bool) -> bool:
-    if sample.oversubscribed:
-        return False
+    return not sample.oversubscribed and _keep_key(sample.key, sample.unit, everything)
+
+
+def _keep_key(key: tuple, unit: str, everything: bool) -> bool:
+    check, variable = key[3].split()[0], key[4]
     if everything:
-        return experiments.direction(sample.check, sample.variable, sample.unit) is not None
-    return sample.variable in experiments.key_variables(sample.check)
+        return experiments.direction(check, variable, unit) is not None
+    return variable in experiments.key_variables(check)
 
 
 def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
@@ -40,9 +43,10 @@ def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
     return base, now
 
 
-def _baseline_samples(args, judged, sessions) -> tuple[dict, str]:
+def _baseline_samples(args, judged, db: history.ResultsDB) -> tuple[dict, str]:
     if args.baseline_session:
-        chosen = history.select(sessions, uuids=args.baseline_session)
+        chosen = db.load([db.resolve(u) for u in args.baseline_session], history.warn_stderr,
+                         cases=False)
         samples = [s for sess in chosen for s in sess.samples if _keep(s, args.all)]
         return history.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
     systems = sorted({s.system for s in judged})
@@ -56,13 +60,21 @@ def _baseline_samples(args, judged, sessions) -> tuple[dict, str]:
     return out, ', '.join(names)
 
 
-def _since(comp: gate.Comparison, sessions) -> dict | None:
-    """Where a regressed variable's shift started in the stored history, if found."""
-    points = trend.series(sessions).get(comp.key)
-    if not points:
-        return None
-    found = trend.detect(points, comp.key)
-    return found[-1].as_dict() if found else None
+def _since(regressed: list[gate.Comparison], db: history.ResultsDB) -> dict:
+    """Where each regressed variable's shift started in the stored history, if found: the
+    variable's series is read from the sample index (only these variables are read)."""
+    if not regressed:
+        return {}
+    index = sample_index.open_index(db, history.warn_stderr)
+    try:
+        when = {s.uuid: s.when for s in index.sessions()}
+        out = {}
+        for comp in regressed:
+            found = trend.detect(trend.points(index.samples(comp.key), when), comp.key)
+            out[comp.key] = found[-1].as_dict() if found else None
+        return out
+    finally:
+        index.close()
 
 
 def _num(value) -> str:
@@ -96,11 +108,11 @@ def _table(comparisons, title: str) -> Table:
 def compare(args) -> int:
     if bool(args.environ) != bool(args.against):
         raise HistoryError('--environ OLD and --against NEW go together')
-    sessions = history.read_db(args.db or paths.RESULTS_DB, history.warn_stderr)
-    judged_sessions = history.select(sessions, uuids=args.session or (),
-                                     last=None if args.session else 1)
+    db = history.ResultsDB(args.db or paths.RESULTS_DB)
+    chosen = db.choose(uuids=args.session or (), last=None if args.session else 1)
+    judged_sessions = db.load(chosen, history.warn_stderr, cases=False)
     if not judged_sessions:
-        raise HistoryError(f'{args.db or paths.RESULTS_DB}: no stored session to judge')
+        raise HistoryError(f'{db.path}: no readable stored session to judge')
     judged = [s for sess in judged_sessions for s in sess.samples if _keep(s, args.all)]
     label = ', '.join(s.uuid for s in judged_sessions)
     if args.environ:
@@ -112,14 +124,14 @@ def compare(args) -> int:
         against = f'{args.environ} in the same session(s)'
     else:
         now = history.group(judged)
-        base, against = _baseline_samples(args, judged, sessions)
+        base, against = _baseline_samples(args, judged, db)
     given = {'min_effect': args.min_effect, 'alpha': args.alpha, 'min_samples': args.min_samples}
     settings = gate.Settings(**{k: v for k, v in given.items() if v is not None})
     with console.status('comparing (Mann-Whitney U, bootstrap intervals)...'):
         comparisons = gate.compare(base, now, settings)
     counts = gate.counts(comparisons)
     regressed = [c for c in comparisons if c.verdict == gate.REGRESSED]
-    since = {} if args.environ else {c.key: _since(c, sessions) for c in regressed}
+    since = {} if args.environ else _since(regressed, db)
     console.print(_table(comparisons, f'commcheck compare: {label} against {against}'))
     console.print('  '.join(f'{v}: {n}' for v, n in counts.items() if n))
     console.print(f'Flagged when Benjamini-Hochberg adjusted p < {settings.alpha} over '
@@ -138,17 +150,29 @@ def compare(args) -> int:
     return EXIT_OK if decided else EXIT_UNDECIDED
 
 
+def _groups(index: sample_index.SampleIndex, sessions: list, everything: bool, pattern):
+    """(key, points) of each variable the selection keeps, one variable at a time."""
+    when = {s.uuid: s.when for s in sessions}
+    keys = sorted({key for key, unit in index.keys(sessions) if _keep_key(key, unit, everything)
+                   and (pattern is None or pattern.search(' '.join(key[2:])))})
+    for key in keys:
+        yield key, trend.points(index.samples(key, sessions), when)
+
+
 def history_cmd(args) -> int:
-    sessions = history.read_db(args.db or paths.RESULTS_DB, history.warn_stderr)
-    sessions = history.select(sessions, uuids=args.session or (), last=args.last,
-                              since=args.since, until=args.until)
-    if not sessions:
-        raise HistoryError('no stored session matches the selection')
+    db = history.ResultsDB(args.db or paths.RESULTS_DB)
+    chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
+                       until=args.until)
+    if not chosen:
+        raise HistoryError(f'{db.path}: no session matches the selection')
     pattern = re.compile(args.match) if args.match else None
-    keys = {s.key for sess in sessions for s in sess.samples if _keep(s, args.all)
-            and (pattern is None or pattern.search(f'{s.environ} {s.test} {s.variable}'))}
     with console.status('searching change points...'):
-        series, points = trend.history(sessions, keys)
+        index = sample_index.open_index(db, history.warn_stderr)
+        try:
+            sessions = index.sessions(chosen)
+            series, points = trend.stream(_groups(index, sessions, args.all, pattern))
+        finally:
+            index.close()
     table = Table(title=f'commcheck history: {len(sessions)} sessions, {len(series)} variables',
                   header_style='bold')
     for col in ('variable', 'sessions', 'first', 'latest', 'change points'):

@@ -5,6 +5,10 @@ Every reader validates what it reads. A file that cannot be read at all raises
 is otherwise usable (one session, one test case, one perflog line) is skipped with a warning
 naming where it is, and the rest is returned. Nothing here writes.
 
+The results database is read selectively (:class:`ResultsDB`): sessions are listed and chosen
+from its uuid and start-time columns, and only the chosen sessions' JSON records are decoded.
+Series over many sessions come from the derived index, :mod:`commcheck.sample_index`.
+
 A *sample* is one performance value of one launch: one test case of one session (``--repeat N``
 makes N launches of each test in one session).
 """
@@ -24,6 +28,7 @@ from commcheck.errors import UserError
 
 Warn = Callable[[str], None]
 REPEAT = re.compile(r'\s*%\.repeat_no=\d+')
+_SHARED: dict[tuple, tuple] = {}    # provenance tuples seen: thousands of samples share each
 
 
 class HistoryError(UserError):
@@ -34,7 +39,7 @@ def warn_stderr(message: str) -> None:
     print(f'WARNING: {message}', file=sys.stderr)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Sample:
     session: str                # session uuid ('' for perflog samples)
     time: float                 # job completion, unix seconds
@@ -93,6 +98,10 @@ def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]
     prov = prov if isinstance(prov, dict) else {}
     prov = {**{k: str(v) for k, v in prov.items()}, 'nodelist': ','.join(
         str(n) for n in case.get('job_nodelist') or [])}
+    provenance = tuple(sorted(prov.items()))
+    if len(_SHARED) > 100_000:
+        _SHARED.clear()
+    provenance = _SHARED.setdefault(provenance, provenance)   # one copy of each setup
     out = []
     for name, entry in perf.items():
         if not (isinstance(entry, list) and len(entry) >= 5 and _finite(entry[0])):
@@ -106,7 +115,7 @@ def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]
             test=REPEAT.sub('', str(case.get('display_name'))), variable=name.split(':')[-1],
             value=float(entry[0]), unit=str(entry[4] or ''), result=str(case.get('result')),
             oversubscribed=bool(case.get('oversubscribed')),
-            provenance=tuple(sorted(prov.items()))))
+            provenance=provenance))
     return out
 
 
@@ -149,28 +158,136 @@ def read_run_report(path: str | Path, warn: Warn = warn_stderr) -> Session:
     return session_from_report(report, str(path), warn)
 
 
-def read_db(path: str | Path, warn: Warn = warn_stderr) -> list[Session]:
-    """Every session of a ReFrame results database, oldest first. Opened read-only."""
-    path = Path(path)
-    if not path.exists():
-        raise HistoryError(f'{path}: no results database (run the suite first)')
+# ReFrame 4.x results database, schema 1.0 (reframe/frontend/reporting/storage.py): the same
+# tables, columns and indexes, so ReFrame reads and appends to what commcheck writes (generated
+# histories, archives).
+RFM_SCHEMA = (
+    'CREATE TABLE sessions(uuid TEXT PRIMARY KEY, session_start_unix REAL, '
+    'session_end_unix REAL, json_blob TEXT, report_file TEXT)',
+    'CREATE TABLE testcases(name TEXT,system TEXT, partition TEXT, environ TEXT, '
+    'job_completion_time_unix REAL, session_uuid TEXT, uuid TEXT, '
+    'FOREIGN KEY(session_uuid) REFERENCES sessions(uuid) ON DELETE CASCADE)',
+    'CREATE INDEX index_testcases_time on testcases(job_completion_time_unix)',
+    'CREATE TABLE metadata(schema_version TEXT)',
+    'CREATE INDEX index_sessions_time on sessions(session_start_unix)',
+    "INSERT INTO metadata VALUES('1.0')",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stored:
+    """A session as the results database lists it, without its record."""
+    uuid: str
+    time_start: float           # session_start_unix
+
+
+class ResultsDB:
+    """ReFrame's results database, read selectively: sessions are listed from the ``sessions``
+    table's uuid and start-time columns (ReFrame indexes the latter) and only the records of the
+    sessions asked for are decoded. Every connection is read-only."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise HistoryError(f'{self.path}: no results database (run the suite first)')
+
+    def query(self, sql: str, params=()) -> list[tuple]:
+        try:
+            conn = sqlite3.connect(f'file:{self.path}?mode=ro', uri=True)
+            try:
+                return conn.execute(sql, params).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error as err:
+            raise HistoryError(f'{self.path}: not a readable ReFrame results database '
+                               f'({err})') from None
+
+    def stored(self, since: float | None = None, until: float | None = None) -> list[Stored]:
+        """The sessions started in [since, until], oldest first; no record is decoded."""
+        sql, params = 'SELECT uuid, session_start_unix FROM sessions', []
+        where = []
+        if since is not None:
+            where.append('session_start_unix >= ?')
+            params.append(since)
+        if until is not None:
+            where.append('session_start_unix <= ?')
+            params.append(until)
+        if where:
+            sql += ' WHERE ' + ' AND '.join(where)
+        rows = self.query(sql + ' ORDER BY session_start_unix, uuid', params)
+        return [Stored(str(u), float(t) if _finite(t) else 0.0) for u, t in rows]
+
+    def resolve(self, want: str) -> Stored:
+        """The one session whose uuid starts with ``want``."""
+        pattern = want.replace('\\', '\\\\').replace('%', '\\%').replace('_', '\\_') + '%'
+        found = self.query("SELECT uuid, session_start_unix FROM sessions "
+                           "WHERE uuid LIKE ? ESCAPE '\\' ORDER BY session_start_unix",
+                           (pattern,))
+        found = [(u, t) for u, t in found if str(u).startswith(want)]   # LIKE ignores case
+        if not found:
+            raise HistoryError(f'no stored session {want!r} '
+                               f'(`reframe --list-stored-sessions` lists them)')
+        if len(found) > 1:
+            raise HistoryError(f'session {want!r} is ambiguous: '
+                               f'{", ".join(str(u) for u, _ in found)}')
+        uuid, start = found[0]
+        return Stored(str(uuid), float(start) if _finite(start) else 0.0)
+
+    def choose(self, *, uuids: Iterable[str] = (), last: int | None = None,
+               since: float | None = None, until: float | None = None) -> list[Stored]:
+        """Like :func:`select`, on the listing: by uuid (prefixes), time range, the last N."""
+        wanted = list(uuids)
+        if wanted:
+            chosen = [self.resolve(w) for w in wanted]
+            chosen = [s for s in chosen if (since is None or s.time_start >= since)
+                      and (until is None or s.time_start <= until)]
+        else:
+            chosen = self.stored(since, until)
+        if last is not None:
+            chosen = chosen[-last:] if last > 0 else []
+        return chosen
+
+    def records(self, uuids: list[str]) -> Iterable[tuple[str, str]]:
+        """(uuid, JSON record) of the given sessions, one at a time, in the order given."""
+        for uuid in uuids:
+            rows = self.query('SELECT json_blob FROM sessions WHERE uuid = ?', (uuid,))
+            if rows:
+                yield uuid, rows[0][0]
+
+    def load(self, chosen: Iterable[Stored], warn: Warn = warn_stderr,
+             cases: bool = True) -> list[Session]:
+        """The chosen sessions decoded, in the order given; an unreadable one is skipped with
+        a warning. ``cases=False`` keeps only the samples (the raw test cases are dropped)."""
+        sessions = []
+        for uuid, blob in self.records([s.uuid for s in chosen]):
+            session = decode_record(blob, f'{self.path} session {uuid}', warn)
+            if session is not None:
+                if not cases:
+                    session.cases = []
+                sessions.append(session)
+        return sessions
+
+
+def decode_record(blob, where: str, warn: Warn) -> Session | None:
     try:
-        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
-        try:
-            rows = conn.execute('SELECT uuid, session_start_unix, json_blob FROM sessions '
-                                'ORDER BY session_start_unix').fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as err:
-        raise HistoryError(f'{path}: not a readable ReFrame results database ({err})') from None
-    sessions = []
-    for uuid, _, blob in rows:
-        where = f'{path} session {uuid}'
-        try:
-            sessions.append(session_from_report(json.loads(blob), where, warn))
-        except (TypeError, ValueError, HistoryError) as err:
-            warn(f'{where}: unreadable ({err}); skipped')
-    return sessions
+        return session_from_report(json.loads(blob), where, warn)
+    except (TypeError, ValueError, HistoryError) as err:
+        warn(f'{where}: unreadable ({err}); skipped')
+        return None
+
+
+def read_db(path: str | Path, warn: Warn = warn_stderr) -> list[Session]:
+    """Every session of a ReFrame results database, oldest first. Opened read-only. Commands
+    read only what they need (:func:`read_selected`, :mod:`commcheck.sample_index`)."""
+    db = ResultsDB(path)
+    return db.load(db.stored(), warn)
+
+
+def read_selected(path: str | Path, warn: Warn = warn_stderr, *, cases: bool = True,
+                  **selection) -> list[Session]:
+    """The sessions :meth:`ResultsDB.choose` selects, decoded; the others are not read."""
+    db = ResultsDB(path)
+    return db.load(db.choose(**selection), warn, cases=cases)
 
 
 def select(sessions: list[Session], *, uuids: Iterable[str] = (), last: int | None = None,

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 
-def _set_aside(path: Path, why: str) -> str:
+def set_aside(path: Path, why: str, kept: str = 'kept intact, still read by history') -> str:
     stamp = time.strftime('%Y%m%dT%H%M%S')
     target = path.with_name(f'{path.name}.damaged-{stamp}')
     n = 1
@@ -30,7 +30,7 @@ def _set_aside(path: Path, why: str) -> str:
         target = path.with_name(f'{path.name}.damaged-{stamp}-{n}')
         n += 1
     path.rename(target)
-    return f'{path}: {why}; moved aside to {target.name} (kept intact, still read by history)'
+    return f'{path}: {why}; moved aside to {target.name} ({kept})'
 
 
 def perflog_damage(path: Path) -> str | None:
@@ -61,7 +61,7 @@ def protect_perflogs(root: Path) -> list[str]:
         except OSError as err:
             why = f'unreadable ({err})'
         if why:
-            moved.append(_set_aside(path, why))
+            moved.append(set_aside(path, why))
     return moved
 
 
@@ -113,7 +113,23 @@ def results_db_damage(path: Path) -> str | None:
 
 def protect_results_db(path: Path) -> list[str]:
     why = results_db_damage(path)
-    return [_set_aside(path, why)] if why else []
+    return [set_aside(path, why)] if why else []
+
+
+def index_damage(path: Path) -> str | None:
+    """What is wrong with commcheck's history index (:mod:`commcheck.sample_index`), or None."""
+    why = results_db_damage(path)
+    if why and 'no sessions table' in why:
+        return None                     # an empty or foreign-format index is rebuilt, not moved
+    if why is None and path.exists():
+        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        try:
+            conn.execute('SELECT count(*) FROM samples').fetchone()
+        except sqlite3.Error as err:
+            return f'damaged ({err})'
+        finally:
+            conn.close()
+    return why
 
 
 def protect(perflog_dir: Path, results_db: Path) -> list[str]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+from typing import Iterable
 
 import numpy as np
-import ruptures
 from scipy import stats
 
 from commcheck import experiments
@@ -29,10 +29,16 @@ class Point:
     session: str
     when: str
     samples: list[Sample]
+    value: float = math.nan     # the median of the samples (computed when not given)
 
-    @property
-    def value(self) -> float:
-        return statistics.median(s.value for s in self.samples)
+    def __post_init__(self):
+        if math.isnan(self.value):
+            self.value = statistics.median(s.value for s in self.samples)
+
+    def compact(self) -> 'Point':
+        """The point without its launches (one kept for its unit): what a table or a plot
+        needs once the change points are found, at a fraction of the memory."""
+        return Point(self.session, self.when, self.samples[:1], self.value)
 
 
 @dataclasses.dataclass
@@ -71,13 +77,41 @@ def series(sessions: list[Session]) -> dict[tuple, list[Point]]:
     return out
 
 
+def pelt_l2(signal, pen: float) -> list[int]:
+    """The breakpoints ``ruptures.Pelt(model='l2', min_size=1, jump=1).fit(signal)
+    .predict(pen)`` finds (the same recursion, pruning and tie-breaking; the tests check it
+    against ruptures), vectorised over the admissible set with cumulative sums: a year of
+    nightly sessions segments in milliseconds instead of seconds, for every variable."""
+    x = np.asarray(signal, float).reshape(-1)
+    x = x - x.mean()
+    n = len(x)
+    sums = np.concatenate(([0.0], np.cumsum(x)))
+    squares = np.concatenate(([0.0], np.cumsum(x * x)))
+    best = np.zeros(n + 1)                  # optimal penalised cost of x[:t]
+    last = np.zeros(n + 1, dtype=int)       # where its last segment starts
+    admissible = np.zeros(0, dtype=int)
+    for t in range(1, n + 1):
+        admissible = np.append(admissible, t - 1)
+        total = sums[t] - sums[admissible]
+        cost = np.maximum(squares[t] - squares[admissible] - total * total / (t - admissible),
+                          0.0)
+        candidates = best[admissible] + (cost + pen)
+        k = int(np.argmin(candidates))
+        best[t], last[t] = candidates[k], admissible[k]
+        admissible = admissible[candidates <= best[t] + pen]
+    bkps, t = [], n
+    while t > 0:
+        bkps.append(t)
+        t = last[t]
+    return sorted(bkps)
+
+
 def _candidates(values: list[float]) -> list[int]:
     signal = np.log(np.asarray(values, float))
     diffs = np.diff(signal)
     noise = 1.4826 * np.median(np.abs(diffs - np.median(diffs))) / math.sqrt(2) if len(diffs) else 0
     scale = noise if noise > 1e-12 else (np.std(signal) or 1.0)
-    algo = ruptures.Pelt(model='l2', min_size=1, jump=1).fit((signal / scale).reshape(-1, 1))
-    return [b for b in algo.predict(pen=3 * math.log(len(values))) if b < len(values)]
+    return [b for b in pelt_l2(signal / scale, 3 * math.log(len(values))) if b < len(values)]
 
 
 def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
@@ -112,3 +146,32 @@ def history(sessions: list[Session], keys=None, settings: Settings = Settings())
     all_series = series(sessions)
     chosen = {k: v for k, v in all_series.items() if keys is None or k in keys}
     return chosen, [cp for key, pts in sorted(chosen.items()) for cp in detect(pts, key, settings)]
+
+
+def points(samples: Iterable[Sample], when: dict[str, str]) -> list[Point]:
+    """One variable's samples (ordered by session) as one point per session (oversubscribed
+    runs left out); ``when`` gives each session's start text."""
+    out: list[Point] = []
+    mine: list[Sample] = []
+    for s in samples:
+        if s.oversubscribed or s.value <= 0:
+            continue
+        if mine and s.session != mine[0].session:
+            out.append(Point(mine[0].session, when.get(mine[0].session, ''), mine))
+            mine = []
+        mine.append(s)
+    if mine:
+        out.append(Point(mine[0].session, when.get(mine[0].session, ''), mine))
+    return out
+
+
+def stream(groups: Iterable[tuple[tuple, list[Point]]], settings: Settings = Settings()):
+    """(series, change points) from one variable's points at a time (e.g. read from
+    :mod:`commcheck.sample_index`): only the variable at hand keeps its launches in memory."""
+    chosen, found = {}, []
+    for key, pts in groups:
+        if not pts:
+            continue
+        found.extend(detect(pts, key, settings))
+        chosen[key] = [p.compact() for p in pts]
+    return chosen, found

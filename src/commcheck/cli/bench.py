@@ -21,13 +21,25 @@ def _min_launches() -> int:
 def add_parsers(sub) -> None:
     bench = sub.add_parser('bench', help='benchmarks: our ping-pong beside NetPIPE/OSU, or the '
                                          "gate's false-positive rate and power")
-    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate'), default='pingpong')
+    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate', 'history'),
+                       default='pingpong')
     bench.add_argument('--iters', type=options.whole(1, KERNEL_MAX_ITERS), default=20000,
                        help='round trips per launch (pingpong)')
     bench.add_argument('--launches', type=options.whole(1, 100000), default=40,
                        help='clean launches per stack (gate; at least 15)')
     bench.add_argument('--stack', type=options.name,
                        help='one stack (default: the Debian MPICH and Open MPI)')
+    bench.add_argument('--sessions', type=options.whole_list(1, 100000), metavar='N,N,...',
+                       help='history sizes in nightly sessions (history; default 30,120,365)')
+    bench.add_argument('--repeat', type=options.whole(1, 1000), default=1,
+                       help='launches of each test per session (history)')
+    bench.add_argument('--widen', type=options.whole(1, 1000), default=1,
+                       help='distinct copies of each test, for a larger suite (history)')
+    bench.add_argument('--source', type=options.existing_file,
+                       help='run report the history is made from (history; default: the '
+                            "report tests' session)")
+    bench.add_argument('--keep', type=options.output_dir,
+                       help='make the histories under this directory (history; default: /tmp)')
     bench.set_defaults(func=cmd_bench)
 
 
@@ -51,5 +63,8 @@ def cmd_bench(args) -> int:
     if args.what == 'gate':
         from commcheck import bench_gate
         return bench_gate.main(args)
+    if args.what == 'history':
+        from commcheck import bench_history
+        return bench_history.main(args)
     from commcheck import bench
     return bench.main(args)

@@ -20,6 +20,18 @@ def add_parsers(sub) -> None:
     _baseline_parser(sub)
     _compare_parser(sub)
     _history_parser(sub)
+    _archive_parser(sub)
+
+
+def _archive_parser(sub) -> None:
+    arch = sub.add_parser('archive', help='move old sessions out of the results database '
+                                          '(copied, verified, then deleted)')
+    arch.add_argument('--before', type=options.date, required=True,
+                      help='sessions started before this date (YYYY-MM-DD[THH:MM])')
+    options.add_db(arch)
+    arch.add_argument('--into', type=options.output_file,
+                      help='archive database (default: reports/archive.db; created or added to)')
+    arch.set_defaults(func=cmd_archive)
 
 
 def _baseline_parser(sub) -> None:
@@ -108,17 +120,16 @@ def no_match(db: Path, err: Exception, what: str) -> UserError:
 def selected(args, warn):
     """The stored sessions the selection options name; "no session matches" when none."""
     from commcheck import history
-    db = args.db or paths.RESULTS_DB
-    sessions = history.read_db(db, warn)
-    try:
-        chosen = history.select(sessions, uuids=args.session or (), last=args.last,
-                                since=args.since, until=args.until)
+    db = history.ResultsDB(args.db or paths.RESULTS_DB)
+    try:      # only the selected sessions' records are decoded
+        chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
+                           until=args.until)
     except history.HistoryError as err:
-        raise no_match(db, err, describe(args)) from None
+        raise no_match(db.path, err, describe(args)) from None
     if not chosen:
-        raise UserError(f'no session matches {describe(args)} in {db} '
-                        f'({len(sessions)} stored)')
-    return chosen
+        raise UserError(f'no session matches {describe(args)} in {db.path} '
+                        f'({len(db.stored())} stored)')
+    return db.load(chosen, warn, cases=False)
 
 
 # -- the commands ----------------------------------------------------------------------------
@@ -178,3 +189,17 @@ def cmd_history(args) -> int:
         return gate_cli.history_cmd(args)
     except history.HistoryError as err:
         raise no_match(args.db or paths.RESULTS_DB, err, describe(args)) from None
+
+
+def cmd_archive(args) -> int:
+    from commcheck import archive
+    db = args.db or paths.RESULTS_DB
+    if not args.into:
+        reports_dir_usable('the archive database')
+    into = args.into or paths.REPORTS_DIR / 'archive.db'
+    moved = archive.move(db, args.before, into)
+    when = datetime.datetime.fromtimestamp(args.before).isoformat(' ', 'minutes')
+    span = f' ({moved[0].uuid} ... {moved[-1].uuid})' if moved else ''
+    print(f'commcheck: moved {len(moved)} session(s) started before {when} from {db} to '
+          f'{into}{span}')
+    return 0

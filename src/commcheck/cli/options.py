@@ -54,6 +54,16 @@ def whole(low: int = 1, high: int | None = None):
 positive_int = whole(1)
 
 
+def whole_list(low: int = 1, high: int | None = None):
+    """``30,120,365``: whole numbers in [low, high]."""
+    one = whole(low, high)
+
+    def parse(text: str) -> list[int]:
+        return [one(part) for part in text.split(',')]
+    parse.__name__ = 'list of whole numbers'
+    return parse
+
+
 def fraction(text: str) -> float:
     try:
         value = float(text)

@@ -109,11 +109,12 @@ def _incomplete(session: Session) -> str | None:
 
 
 def write_report(sessions: list[Session], out_root: Path, *,
-                 history_sessions: list[Session] = (), gate: dict | None = None,
+                 history_sessions=(), gate: dict | None = None,
                  warn: Warn = history.warn_stderr, notes: list[str] = ()) -> Path:
     """Write the report of ``sessions`` into a new directory under ``out_root``; returns the
     path of its ``index.html``. ``notes``: problems already met (and warned) while reading the
-    inputs, listed on the page with those met here."""
+    inputs, listed on the page with those met here. ``history_sessions``: stored sessions, or
+    a :class:`commcheck.report.inputs.StoredHistory` read one variable at a time."""
     started = time.perf_counter()
     warnings: list[str] = list(notes)
 
@@ -137,7 +138,7 @@ def write_report(sessions: list[Session], out_root: Path, *,
         sessions=sessions, cases=cases,
         values=Measurements(s for sess in sessions for s in sess.samples),
         environments=envs, gate=gate if isinstance(gate, dict) else None,
-        history=[s for s in history_sessions if isinstance(s, Session)],
+        history=inputs.as_history(history_sessions),
         baselines=inputs.load_baselines(systems, note), plots=Plotter(out_dir, envs), warn=note)
     built = _build_sections(ctx)
     failed = ctx.plots.finish(note)

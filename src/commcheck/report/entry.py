@@ -10,7 +10,7 @@ from pathlib import Path
 from commcheck import history
 from commcheck.history import HistoryError, Session, Warn
 from commcheck.report.build import write_report
-from commcheck.report.inputs import load_gate, load_run_report
+from commcheck.report.inputs import load_gate, load_run_report, stored_history
 
 
 def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
@@ -20,14 +20,6 @@ def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict 
         if record is not None:
             return record
     return None
-
-
-def stored_sessions(db: Path, warn: Warn) -> list[Session]:
-    try:
-        return history.read_db(db, warn)
-    except HistoryError as err:
-        warn(f'{err}; the report has no history')
-        return []
 
 
 class _Collect:
@@ -47,16 +39,35 @@ def report_of_run(run_report: Path, reports_dir: Path, db: Path,
     unreadable one the newest stored session (said so). None only when nothing can be read."""
     warn = _Collect(warn)
     session = load_run_report(run_report, warn)
-    stored = stored_sessions(db, warn)
     if session is None:
-        if not stored:
+        newest = _newest(db, warn)
+        if newest is None:
             warn(f'{run_report}: unreadable and no stored session; no report written')
             return None
-        session = stored[-1]
+        session = newest
         warn(f'reporting the newest stored session {session.uuid} instead')
     gate = gate_record([session], reports_dir, warn)
-    return write_report([session], reports_dir, history_sessions=stored, gate=gate,
-                        warn=warn.warn, notes=warn.seen)
+    return _write([session], reports_dir, db, gate, warn)
+
+
+def _newest(db: Path, warn: Warn) -> Session | None:
+    try:
+        newest = history.read_selected(db, warn, last=1)
+    except HistoryError as err:
+        warn(f'{err}; the report has no history')
+        return None
+    return newest[-1] if newest else None
+
+
+def _write(sessions: list[Session], out_root: Path, db: Path, gate, warn: _Collect) -> Path:
+    """The report, with the stored history read through the sample index."""
+    stored = stored_history(db, warn)
+    try:
+        return write_report(sessions, out_root, history_sessions=stored, gate=gate,
+                            warn=warn.warn, notes=warn.seen)
+    finally:
+        if hasattr(stored, 'close'):
+            stored.close()
 
 
 def report_of_stored(db: Path, wanted: list[str], out_root: Path, reports_dir: Path,
@@ -64,19 +75,19 @@ def report_of_stored(db: Path, wanted: list[str], out_root: Path, reports_dir: P
     """The report of stored sessions (uuid prefixes; none: the newest). A prefix that matches
     no session is a warning; HistoryError when no session at all is left to report on."""
     warn = _Collect(warn)
-    stored = history.read_db(db, warn)
-    chosen: dict[str, Session] = {}
+    stored = history.ResultsDB(db)
+    picked: dict[str, history.Stored] = {}
     for want in wanted:
         try:
-            chosen.update((s.uuid, s) for s in history.select(stored, uuids=[want]))
+            found = stored.resolve(want)
+            picked[found.uuid] = found
         except HistoryError as err:
             warn(f'{err}; left out of the report')
     if not wanted:
-        chosen = {s.uuid: s for s in stored[-1:]}
-    if not chosen:
+        picked = {s.uuid: s for s in stored.choose(last=1)}
+    sessions = stored.load(picked.values(), warn)     # only the reported sessions are decoded
+    if not sessions:
         raise HistoryError(f'{db}: no stored session to report on'
                            + (f' (asked for {", ".join(wanted)})' if wanted else ''))
-    sessions = list(chosen.values())
     gate = gate_record(sessions, reports_dir, warn)
-    return write_report(sessions, out_root, history_sessions=stored, gate=gate,
-                        warn=warn.warn, notes=warn.seen)
+    return _write(sessions, out_root, db, gate, warn)

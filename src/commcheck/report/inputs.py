@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from commcheck import baseline, history, paths
+from commcheck import baseline, history, paths, sample_index, trend
 from commcheck.history import HistoryError, Session, Warn
 
 
@@ -106,3 +106,53 @@ def load_baselines(systems: list[str], warn: Warn) -> dict[str, baseline.Baselin
         except baseline.BaselineError as err:
             warn(f'{err}; the history shows no baseline band')
     return out
+
+
+class SessionsHistory:
+    """History from sessions already in memory (a report of run reports, the tests)."""
+
+    def __init__(self, sessions: list[Session]):
+        self._sessions = sorted(sessions, key=lambda s: s.time_start)
+        self._series: dict | None = None
+
+    def sessions(self) -> list:
+        return self._sessions
+
+    def points(self, key: tuple) -> list[trend.Point]:
+        if self._series is None:
+            self._series = trend.series(self._sessions)
+        return list(self._series.get(key, []))
+
+
+class StoredHistory:
+    """History from the results database's sample index: one variable read at a time."""
+
+    def __init__(self, index: sample_index.SampleIndex):
+        self.index = index
+        self._sessions = index.sessions()
+        self._when = {s.uuid: s.when for s in self._sessions}
+
+    def sessions(self) -> list:
+        return self._sessions
+
+    def points(self, key: tuple) -> list[trend.Point]:
+        return trend.points(self.index.samples(key), self._when)
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def as_history(stored) -> SessionsHistory | StoredHistory:
+    """The history a report shows: a :class:`StoredHistory`, or sessions in memory."""
+    if isinstance(stored, (SessionsHistory, StoredHistory)):
+        return stored
+    return SessionsHistory([s for s in stored or () if isinstance(s, Session)])
+
+
+def stored_history(db: Path, warn: Warn) -> SessionsHistory | StoredHistory:
+    """The stored sessions' history through the sample index; none (warned) if unreadable."""
+    try:
+        return StoredHistory(sample_index.open_index(db, warn))
+    except HistoryError as err:
+        warn(f'{err}; the report has no history')
+        return SessionsHistory([])

@@ -15,7 +15,7 @@ from commcheck.report.render import short_when
 
 def _sessions(ctx: Context) -> list:
     seen, out = set(), []
-    for s in sorted([*ctx.history, *ctx.sessions], key=lambda s: s.time_start):
+    for s in sorted([*ctx.history.sessions(), *ctx.sessions], key=lambda s: s.time_start):
         if s.uuid not in seen:
             seen.add(s.uuid)
             out.append(s)
@@ -45,10 +45,21 @@ def _outside(value: float, base: dict | None) -> bool | None:
     return value < base['bound']
 
 
+def _series(ctx: Context, sessions: list, keys: set):
+    """(key, points) of each key, one at a time: the stored history's points with those of
+    reported sessions that are not stored (a run report read before it was stored)."""
+    stored = {s.uuid for s in ctx.history.sessions()}
+    extra = trend.series([s for s in ctx.sessions if s.uuid not in stored])
+    order = {s.uuid: i for i, s in enumerate(sessions)}
+    for key in sorted(keys):
+        pts = [*ctx.history.points(key), *extra.get(key, [])]
+        yield key, sorted(pts, key=lambda p: order.get(p.session, -1))
+
+
 def _rows(ctx: Context, sessions: list) -> list[dict]:
     keys = {s.key for sess in ctx.sessions for s in sess.samples
             if not s.oversubscribed and s.variable in experiments.key_variables(s.check)}
-    series, points = trend.history(sessions, keys)
+    series, points = trend.stream(_series(ctx, sessions, keys))
     found: dict[tuple, list] = {}
     for cp in points:
         found.setdefault(cp.key, []).append(cp)

@@ -1,0 +1,143 @@
+"""Benchmark, not a test: what the gate's data path costs as the stored history grows.
+
+For each size, a history of N nightly sessions is made from one real session
+(:mod:`commcheck.history_gen`: new uuids, noise, drifts, two planted upgrades) into a ReFrame
+results database, and each command a site runs is timed in its own process, with its peak
+memory (the child's ``ru_maxrss`` from ``wait4``):
+
+- ``baseline --last 20``: decodes the last 20 sessions;
+- ``compare``: the newest session against that baseline (decodes one session);
+- ``history`` cold (builds the sample index from every session) and warm (index up to date);
+- ``history`` after one more session was stored (the index adds it, nothing else);
+- ``report`` of the newest session (its history section from the index);
+- the peer: ReFrame's own ``reframe --performance-compare`` of the newest session against the
+  20 sessions before it (median), which decodes every session of both windows, and
+  ``reframe --list-stored-sessions`` (it reads every session's record to list them).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from commcheck import history, history_gen, paths
+
+console = Console(highlight=False)
+SOURCE = paths.REPO_ROOT / 'tests' / 'report' / 'fixtures' / 'session-main.json.gz'
+BASELINE_SESSIONS = 20
+
+
+def timed(cmd: list[str], env: dict) -> tuple[str, float, int]:
+    """('wall s (CPU s)', peak MB, exit code) of one command run in its own process: on a
+    shared machine the CPU time is the steadier figure."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1, 3):
+            err.seek(0)
+            tail = err.read().decode(errors='replace').strip()[-400:]
+            console.print(f'[red]{" ".join(cmd[2:5])} exited {code}[/red]: {tail}')
+    cpu = usage.ru_utime + usage.ru_stime
+    return f'{seconds:.1f} s ({cpu:.1f})', usage.ru_maxrss / 1024, code
+
+
+def _stamp(unix: float) -> str:
+    return datetime.fromtimestamp(unix, timezone.utc).strftime('%Y%m%dT%H%M%S')
+
+
+def one_size(report: dict, n: int, repeat: int, widen: int, root: Path) -> dict[str, tuple]:
+    where = root / f'{n}x{repeat}x{widen}'
+    db = where / 'results.db'
+    start = time.time() - (n + 1) * history_gen.DAY
+    began = time.perf_counter()
+    gen = history_gen.generate(report, n, db, repeat=repeat, widen=widen, start=start)
+    made = time.perf_counter() - began
+    env = {**os.environ, 'COMMCHECK_REPORTS': str(where), 'COMMCHECK_STATE': str(where / 'state'),
+           'RFM_REFERENCE_PREFIX': str(where / 'refs'), 'RFM_SQLITE_DB_FILE': str(db)}
+    cc = [sys.executable, '-m', 'commcheck.cli']
+    stored = history.ResultsDB(db).stored()
+    newest, window = stored[-1], stored[-1 - BASELINE_SESSIONS:-1] or stored[:1]
+    peer = f'{_stamp(window[0].time_start)}:{_stamp(newest.time_start)}/{newest.uuid}/median:/'
+    per_session = sum(len(r['testcases']) for r in gen.session(0)['runs'])
+    out = {'sessions': (len(stored), None, None), 'test cases a session': (per_session, None,
+                                                                           None),
+           'test cases': (per_session * n, None, None),
+        'database MB': (db.stat().st_size / 1e6, None, None),
+        'generate': (f'{made:.1f} s', None, 0)}
+    out['baseline --last 20'] = timed([*cc, 'baseline', '--last', str(BASELINE_SESSIONS)], env)
+    out['compare'] = timed([*cc, 'compare', '--json', str(where / 'gate.json')], env)
+    out['history (cold index)'] = timed([*cc, 'history'], env)
+    out['history (warm)'] = timed([*cc, 'history'], env)
+    history_gen.write_db(db, [gen.session(n)])     # the next night's session
+    out['history (+1 session)'] = timed([*cc, 'history'], env)
+    out['report'] = timed([*cc, 'report', '--out', str(where / 'out')], env)
+    rfm = [str(Path(sys.executable).with_name('reframe')), '-C',
+           str(paths.CONFIG_DIR / 'local.py'), f'--performance-compare={peer}']
+    out['reframe --performance-compare'] = timed(rfm, env)
+    out['reframe --list-stored-sessions'] = timed([*rfm[:3], '--list-stored-sessions=all'], env)
+    out['index MB'] = (sum(p.stat().st_size for p in where.glob('*.index.db')) / 1e6, None,
+                       None)
+    return out
+
+
+def table(results: dict[str, dict], repeat: int, widen: int) -> Table:
+    sizes = list(results)
+    t = Table(title=f'commcheck bench history: nightly sessions of the source session, '
+                    f'--repeat {repeat} --widen {widen}: wall seconds (CPU seconds) / peak MB; '
+                    f'exit code if not 0',
+              header_style='bold')
+    t.add_column('step')
+    for n in sizes:
+        t.add_column(f'{n} sessions', justify='right')
+    for step in results[sizes[0]]:
+        cells = []
+        for n in sizes:
+            value, peak, code = results[n][step]
+            if peak is None and code is None:
+                cells.append(f'{value:,}' if isinstance(value, int) else f'{value:,.1f}')
+            else:
+                cells.append(value + (f' / {peak:.0f} MB' if peak else '')
+                             + (f' (exit {code})' if code else ''))
+        t.add_row(step, *cells)
+    return t
+
+
+def main(args) -> int:
+    source = Path(args.source) if args.source else SOURCE
+    try:
+        report = history_gen.source_report(source)
+    except (OSError, ValueError) as err:
+        raise history.HistoryError(f'{source}: not a readable run report ({err})') from None
+    sizes = args.sessions or [30, 120, 365]
+    results = {}
+    with tempfile.TemporaryDirectory(prefix='commcheck-bench-history-',
+                                     dir=args.keep) as tmp:
+        for n in sizes:
+            console.print(f'{n} sessions, --repeat {args.repeat} --widen {args.widen}: '
+                          f'generating and timing...')
+            results[n] = one_size(report, n, args.repeat, args.widen, Path(tmp))
+            console.print(table(results, args.repeat, args.widen))
+    console.print(f'source session: {source}; machine: {_cpu()}; '
+                  f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
+    return 0
+
+
+def _cpu() -> str:
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                return f'{line.split(":", 1)[1].strip()}, {os.cpu_count()} CPUs'
+    except OSError:
+        pass
+    return f'{os.cpu_count()} CPUs'
