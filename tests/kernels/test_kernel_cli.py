@@ -179,3 +179,25 @@ def test_stencil_variants_agree_across_languages_and_stacks(kernel_builds):
     for key, result in heats.items():
         assert result['total_heat'] == pytest.approx(reference['total_heat'], rel=1e-12), key
         assert result['checksum'] == pytest.approx(reference['checksum'], rel=1e-12), key
+
+
+STREAM_CASES = [(s, p) for s, k, p in CASES if k == 'stream']
+STREAM_IDS = [f'{s.name}-{p}' for s, p in STREAM_CASES]
+
+
+@pytest.mark.parametrize('stack,program', STREAM_CASES, ids=STREAM_IDS)
+def test_stream_aggregate_counts_the_last_rank(kernel_builds, stack, program):
+    """The aggregate bandwidth is all ranks' bytes over the elapsed time from the first rank's
+    start to the last rank's end: with rank 1 starting each loop 40 ms late, every rep lasts at
+    least 40 ms, so the aggregate cannot exceed bytes / 40 ms (a per-rank clock, which does not
+    see the wait, would report the full speed of both ranks)."""
+    n, skew_s = 100000, 0.040
+    done = mpirun(stack, 2, kernel_builds[stack.name] / program, '--n', str(n), '--reps', '2',
+                  '--skew-ms', '40')
+    assert done.returncode == 0, done.stderr
+    out = records.parse(done.stdout)
+    assert out['META'][0]['timing'] == 'barrier-to-barrier'
+    result = out['RESULT'][0]
+    assert result['copy_GBps'] <= 16.0 * n * 2 / skew_s / 1e9
+    assert result['triad_GBps'] <= 24.0 * n * 2 / skew_s / 1e9
+    assert result['copy_GBps_per_rank'] == pytest.approx(result['copy_GBps'] / 2, rel=1e-2, abs=1e-3)
