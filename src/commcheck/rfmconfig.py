@@ -95,7 +95,8 @@ def partition(site: Site, part: Partition) -> dict:
         'env_vars': [[k, v] for k, v in part.env.items()],
         'extras': {'cores': part.cores, 'nodes': part.nodes, 'placement': part.placement,
                    'binding': part.binding, 'oversubscribe': part.oversubscribe,
-                   'launcher': part.launcher},
+                   'launcher': part.launcher, 'exclusive': part.exclusivity[0],
+                   'exclusive_basis': part.exclusivity[1]},
     }
     if part.time_limit:
         config['time_limit'] = part.time_limit

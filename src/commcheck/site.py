@@ -247,6 +247,17 @@ class Partition(_Model):
         return self
 
     @property
+    def exclusivity(self) -> tuple[bool, str]:
+        """Whether a measurement here has its node's cores to itself, and on what grounds."""
+        if self.scheduler == 'local':
+            if self.max_jobs == 1:
+                return True, 'local: one job at a time, builds included (max_jobs 1)'
+            return False, f'local: up to {self.max_jobs} jobs at once (max_jobs {self.max_jobs})'
+        if any(a == '--exclusive' or a.startswith('--exclusive=') for a in self.access):
+            return True, f'{self.scheduler}: --exclusive in the access options'
+        return False, f'{self.scheduler}: no --exclusive in the access options (nodes may be shared)'
+
+    @property
     def ranks_per_node_of_pair(self) -> int:
         return 1 if self.placement == 'different-nodes' else 2
 

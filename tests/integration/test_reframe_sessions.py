@@ -211,3 +211,25 @@ def test_listing_and_loading_write_nothing(isolated_env, tmp_path):
     done = reframe(isolated_env, '-l')
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert not Path(isolated_env['COMMCHECK_STATE']).exists()
+
+
+@pytest.mark.skipif(len(STACKS) < 2, reason='needs two compiled stacks')
+def test_builds_end_before_the_first_measurement_and_measurements_run_alone(isolated_env):
+    """Plain ReFrame on the local site, default settings: every build (one KernelsBuild
+    fixture per environment, which ReFrame would otherwise start at once) ends before the first
+    measurement job starts, no two measurement jobs overlap, and every result records that
+    its node was exclusive. Times are the jobs' own (run report; the builds print theirs)."""
+    isolated_env.pop('COMMCHECK_MAX_JOBS', None)
+    done = reframe(isolated_env, '-r', '-n', 'PingPong%lang=c', '--mode', 'quick',
+                   '-p', STACKS[0].name, '-p', STACKS[1].name)
+    assert done.returncode == 0, done.stdout[-3000:]
+    ran = cases(run_reports(isolated_env)[-1])
+    builds = [tc for tc in ran if tc['fixture'] and tc['name'].startswith('KernelsBuild')]
+    measured = sorted(((tc['job_submit_time'], tc['job_completion_time_unix']) for tc in ran
+                       if not tc['fixture']))
+    assert len(builds) >= 2 and len(measured) >= 2
+    assert all(0 < b['build_started'] < b['build_ended'] for b in builds), builds
+    assert max(b['build_ended'] for b in builds) <= measured[0][0]
+    spans = sorted([(b['build_started'], b['build_ended']) for b in builds] + measured)
+    assert all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:])), spans
+    assert all(tc['provenance']['node_exclusive'] == 'yes' for tc in ran if not tc['fixture'])

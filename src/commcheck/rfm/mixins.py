@@ -147,6 +147,8 @@ class StackCheck(rfm.RegressionTestPlugin):
             'cores': str(part.get('cores', '')), 'scheduler': self.current_partition.scheduler
             .registered_name, 'launcher': str(part.get('launcher', '')),
             'languages': ','.join(env.get('languages', [])),
+            'node_exclusive': {True: 'yes', False: 'no'}.get(part.get('exclusive'), 'unknown'),
+            'node_exclusive_basis': str(part.get('exclusive_basis', 'not declared')),
             'reframe': REFRAME_VERSION, 'commcheck': __version__,
             'host': socket.gethostname(),
             **{f'env.{k}': v for k, v in sorted(os.environ.items())
