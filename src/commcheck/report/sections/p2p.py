@@ -77,17 +77,27 @@ def _fit_rows(ctx: Context) -> list[dict]:
     for t in ctx.values.tests(checks('hockney')):
         row = {'environ': t.environ, 'lang': t.param('lang'), 'benchmark': t.param('benchmark'),
                'label': stack_label(t), 'oversubscribed': ctx.values.oversubscribed(t)}
-        row.update({v: ctx.values.value(t, v) for v in FIT_VARIABLES})
+        row.update(_physical({v: ctx.values.value(t, v) for v in FIT_VARIABLES}))
         for part in ('small', 'large'):
-            row[part] = {v: ctx.values.value(t, f'{v}_{part}') for v in SEGMENT_VARIABLES}
+            row[part] = _physical({v: ctx.values.value(t, f'{v}_{part}')
+                                   for v in SEGMENT_VARIABLES})
         rows.append(row)
     return sorted(rows, key=lambda r: (r['benchmark'], ctx.environments.index(r['environ'])
                                        if r['environ'] in ctx.environments else 99, r['lang']))
 
 
+def _physical(values: dict) -> dict:
+    """A stored fit with t0 < 0 or r_inf <= 0 (sessions before fits were refused) is shown as
+    not measured, never as a value."""
+    r_inf, t0 = values.get('r_inf'), values.get('t0')
+    if (r_inf is not None and r_inf <= 0) or (t0 is not None and t0 < 0):
+        return {k: None for k in values}
+    return values
+
+
 def _segment(part: dict) -> hockney.Segment | None:
     r_inf, t0 = part.get('r_inf'), part.get('t0')
-    if r_inf is None or t0 is None or r_inf <= 0:
+    if r_inf is None or t0 is None or r_inf <= 0 or t0 < 0:
         return None
     return hockney.Segment(lo_bytes=1, hi_bytes=1, r_inf_MBps=r_inf, n_half_bytes=t0 * r_inf,
                            t0_us=t0, r2=1.0, rms_rel=0.0, npoints=0)
