@@ -56,6 +56,7 @@ def environment(site: Site, stack: Stack) -> dict:
         'stack': stack.id, 'compiler': stack.compiler.family,
         'compiler_version': stack.compiler.version, 'mpi': stack.mpi.flavour,
         'mpi_version': stack.mpi.version, 'build': stack.build,
+        'mpi_library': list(stack.mpi.expected_library),
         'languages': list(stack.tested_languages), 'has_fortran': stack.has_fortran,
         'launcher': stack.mpi.launcher_command, 'srun_mpi': stack.mpi.srun_mpi or
         stack.mpi.record.srun_mpi, 'mpi_cc': stack.mpi.c_wrapper or '',
