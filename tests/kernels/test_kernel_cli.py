@@ -201,3 +201,44 @@ def test_stream_aggregate_counts_the_last_rank(kernel_builds, stack, program):
     assert result['copy_GBps'] <= 16.0 * n * 2 / skew_s / 1e9
     assert result['triad_GBps'] <= 24.0 * n * 2 / skew_s / 1e9
     assert result['copy_GBps_per_rank'] == pytest.approx(result['copy_GBps'] / 2, rel=1e-2, abs=1e-3)
+
+
+REPEATED = [(s, k, p) for s, k, p in CASES if k in ('stencil', 'fptr')]
+
+
+@pytest.mark.parametrize('stack,kernel,program', REPEATED,
+                         ids=[f'{s.name}-{p}' for s, _, p in REPEATED])
+def test_repetitions_follow_reps_and_target_time(kernel_builds, stack, kernel, program):
+    """--reps R runs at least R timed runs; --target-seconds S adds runs until their times add
+    up to S and then stops: the reported median lies between the fastest and the slowest run,
+    reps * slowest >= S, and (reps - 1) * fastest < S (the run before the last fell short)."""
+    ranks, args, _ = PROGRAMS[kernel]
+    keys = {'stencil': ('time_s', 'time_min_s', 'time_max_s'),
+            'fptr': ('total_s', 'total_min_s', 'total_max_s')}[kernel]
+    for extra, min_reps, target in ((['--reps', '3'], 3, 0.0),
+                                    (['--reps', '2', '--target-seconds', '0.3'], 2, 0.3)):
+        done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args, *extra)
+        assert done.returncode == 0, done.stderr
+        out = records.parse(done.stdout)
+        result = out['RESULT'][0]
+        median, fastest, slowest = (result[k] for k in keys)
+        reps = result['reps']
+        assert out['PASS'] and reps >= min_reps
+        assert fastest <= median <= slowest
+        if target == 0.0:
+            assert reps == min_reps
+        else:
+            assert reps * slowest >= target - 1e-6
+            assert reps == min_reps or (reps - 1) * fastest < target
+
+
+@pytest.mark.parametrize('stack,kernel,program', REPEATED,
+                         ids=[f'{s.name}-{p}' for s, _, p in REPEATED])
+def test_repetition_options_refuse_bad_values(kernel_builds, stack, kernel, program):
+    ranks = PROGRAMS[kernel][0]
+    for bad, words in ((['--reps', '0'], '--reps'), (['--target-seconds', 'soon'], 'soon'),
+                       (['--target-seconds', '-1'], '--target-seconds')):
+        done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *bad)
+        assert done.returncode == 2
+        errors = [line for line in done.stderr.splitlines() if line.startswith('ERROR:')]
+        assert len(errors) == 1 and words in errors[0], done.stderr
