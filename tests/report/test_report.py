@@ -476,8 +476,14 @@ def test_one_launch_is_said_and_several_are_drawn(reports, write):
     """The fixture session has several repeats (%.repeat_no): medians with bars; keeping only
     its first repeat: one launch, said so."""
     report = reports['main']
+    for tc in all_cases(report):
+        if tc['display_name'].startswith('Stencil '):
+            tc['bound'] = 'STREAM copy over the same working set: probe text'
     index, several = write([session_of(report)])
     text = index.read_text()
+    assert several['sections']['stencil']['bounds'] == [
+        'STREAM copy over the same working set: probe text']
+    assert 'probe text' in text
     assert re.search(r'medians of \d+(-\d+)? launches, bars from the lowest to the highest '
                      r'launch', text)
     rows = [r for r in several['sections']['stencil']['rows'] if r['time'] is not None]

@@ -160,8 +160,10 @@ def build(ctx: Context) -> Section:
     over = sorted({(r['environ'], r['ranks']) for r in rows if r['oversubscribed']})
     cores = sorted({text(c.provenance.get('cores')) for c in ctx.cases
                     if c.check in checks('stencil') and c.provenance.get('cores')})
+    bounds = sorted({c.raw['bound'] for c in ctx.cases if c.check in checks('stencil') and
+                     not c.fixture and isinstance(c.raw.get('bound'), str) and c.raw['bound']})
     return Section({
-        'rows': rows, 'languages': langs, 'grid': grid(ctx, checks('stencil')),
+        'rows': rows, 'languages': langs, 'grid': grid(ctx, checks('stencil')), 'bounds': bounds,
         'oversubscribed': [{'environ': e, 'ranks': n} for e, n in over],
         'pointers': pointers, 'pointer_grid': grid(ctx, checks('pointers')), 'cores': cores},
         'stencil.html.j2', plots)
