@@ -1,10 +1,11 @@
 """Every kernel on every stack: valid runs pass, bad input exits 2, corrupted data exits 3."""
 
 import re
+import shutil
 
 import pytest
 
-from commcheck import records
+from commcheck import kbuild, paths, records
 from tests.conftest import REFERENCE_STACKS as STACKS, mpirun, needs_stacks
 
 pytestmark = needs_stacks()
@@ -242,3 +243,51 @@ def test_repetition_options_refuse_bad_values(kernel_builds, stack, kernel, prog
         assert done.returncode == 2
         errors = [line for line in done.stderr.splitlines() if line.startswith('ERROR:')]
         assert len(errors) == 1 and words in errors[0], done.stderr
+
+
+# STREAM as it was: every rank times its own loops (after its late start), the slowest counts.
+PER_RANK_CLOCK = (
+    ("""        double t0 = MPI_Wtime();
+        late_start(skew);
+        for (size_t k = 0; k < len; k++)
+            c[k] = a[k];
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t1 = MPI_Wtime();
+        late_start(skew);
+        for (size_t k = 0; k < len; k++)
+            a[k] = b[k] + SCALAR * c[k];
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        times[2 * r] = t1 - t0;
+        times[2 * r + 1] = MPI_Wtime() - t1;""",
+     """        late_start(skew);
+        double t0 = MPI_Wtime();
+        for (size_t k = 0; k < len; k++)
+            c[k] = a[k];
+        times[2 * r] = MPI_Wtime() - t0;
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        late_start(skew);
+        t0 = MPI_Wtime();
+        for (size_t k = 0; k < len; k++)
+            a[k] = b[k] + SCALAR * c[k];
+        times[2 * r + 1] = MPI_Wtime() - t0;"""),
+    ('CC_CHECK(MPI_Bcast(times, 2 * reps, MPI_DOUBLE, 0, MPI_COMM_WORLD));',
+     'CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, times, 2 * reps, MPI_DOUBLE, MPI_MAX, '
+     'MPI_COMM_WORLD));'))
+
+
+@pytest.mark.skipif(not STREAM_CASES, reason='no stack')
+def test_the_stream_bound_test_catches_a_per_rank_clock(tmp_path):
+    """The bound above can fail: STREAM rebuilt with the per-rank clock of before (each rank
+    times its own loops, the slowest counts) reports far more than bytes / 40 ms."""
+    stack = STREAM_CASES[0][0]
+    source = tmp_path / 'kernels'
+    shutil.copytree(paths.KERNELS_SRC, source)
+    text = (source / 'stream' / 'stream.c').read_text()
+    for old, new in PER_RANK_CLOCK:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (source / 'stream' / 'stream.c').write_text(text)
+    program = kbuild.cmake_build(stack, tmp_path / 'build', source, ['stream-c']) / 'stream-c'
+    done = mpirun(stack, 2, program, '--n', '100000', '--reps', '2', '--skew-ms', '40')
+    assert done.returncode == 0, done.stderr
+    assert records.parse(done.stdout)['RESULT'][0]['copy_GBps'] > 16.0 * 100000 * 2 / 0.040 / 1e9
