@@ -64,7 +64,11 @@ class ParkbenchComms(TwoRankSweep):
             self.perf_variables = {}
             return
         values = fit_values(fit, single)
-        if any(hockney.refusal(seg) for seg in fit.segments):
+        refused = [self.fit_refused(f'{self.benchmark} ({part} messages)', seg)
+                   for part, seg in zip(('small', 'large'), fit.segments)
+                   if len(fit.segments) == 2]
+        if any(refused):
+            # Both segments, or none: a lone segment is not the piecewise model.
             values = {k: v for k, v in values.items()
                       if not k.endswith(('_small', '_large')) and k != 'breakpoint'}
         self.perf_variables = computed_variables(self, values)

@@ -26,6 +26,14 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
     variant = parameter(['alloc', 'pointer', 'cptr'])
     n = variable(int, value=2000)
     steps = variable(int, value=20)
+
+    #: Whole runs at least (kernel option ``--reps``); each phase's value is the median run.
+    #: :type: int  :default: 5
+    min_reps = variable(int, value=5)
+
+    #: More runs until their totals add up to this many seconds (``--target-seconds``).
+    #: :type: float  :default: 1.0
+    target_seconds = variable(float, value=1.0)
     num_tasks = 1
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'seed002', 'fortran'}
@@ -34,7 +42,8 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
     def set_program(self):
         self.executable = self.kernels.program(experiments.program('fptr', 'fortran'))
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
-                                '--steps', str(self.steps)]
+                                '--steps', str(self.steps), '--reps', str(self.min_reps),
+                                '--target-seconds', str(self.target_seconds)]
 
     @sanity_function
     def validated(self):
@@ -44,4 +53,6 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
     def set_perf_variables(self):
         if self.is_dry_run():
             return
-        self.perf_variables = {p: perf_record(self, 'RESULT', f'{p}_s', 's') for p in PHASES}
+        self.perf_variables = {p: perf_record(self, 'RESULT', f'{p}_s', 's')
+                               for p in (*PHASES, 'total_min', 'total_max')}
+        self.perf_variables['reps'] = perf_record(self, 'RESULT', 'reps', '')

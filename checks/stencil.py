@@ -62,11 +62,40 @@ def describe_bound(check, grid_bytes: int) -> str:
             match.group(2)]
     level = ('unknown cache size' if not llc else
              'in the last-level cache' if grid_bytes <= llc else 'from memory')
-    return (f'STREAM copy over the same working set: {grid_bytes / 1e6:.0f} MB of grids, '
-            f'last-level cache {llc / (1 << 20):.0f} MiB: {level}')
+    return (f'STREAM copy over the same working set: {check.stream_doubles()} doubles per rank '
+            f'on {check.ranks} rank(s), best of {STREAM_REPS} reps, each timed on rank 0 from '
+            f'the barrier that starts every rank to the barrier after the last one ends; '
+            f'{grid_bytes / 1e6:.0f} MB of grids, last-level cache {llc / (1 << 20):.0f} MiB: '
+            f'{level}' + (' (oversubscribed: the ranks share the cores, and so does the bound)'
+                          if check.oversubscribed else ''))
 
 
-class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
+class RepeatedRuns(rfm.RegressionMixin):
+    """Timed runs repeated until they are long and many enough to be stable: the kernel runs
+    the steps at least ``min_reps`` times and until the runs add up to ``target_seconds``, and
+    reports the median run with the fastest and slowest (``time_min``, ``time_max``).
+    Oversubscribed runs (more ranks than cores: time-slicing decides, never gated) run once."""
+
+    #: Timed runs of the steps, at least (kernel option ``--reps``).
+    #: :type: int  :default: 3
+    min_reps = variable(int, value=3)
+
+    #: More runs until their times add up to this many seconds (``--target-seconds``).
+    #: :type: float  :default: 1.0
+    target_seconds = variable(float, value=1.0)
+
+    def repetition_options(self) -> list[str]:
+        if self.oversubscribed:
+            return ['--reps', '1']
+        return ['--reps', str(self.min_reps), '--target-seconds', str(self.target_seconds)]
+
+    def spread_variables(self, result: dict) -> dict:
+        """The median run's spread: fastest and slowest run, and how many ran."""
+        return {'time_min': (result['time_min_s'], 's'), 'time_max': (result['time_max_s'], 's'),
+                'reps': (result['reps'], '')}
+
+
+class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
     """The one-rank run every parallel variant is measured and verified against."""
 
     descr = 'sequential 5-point stencil, the baseline of speedup and efficiency'
@@ -81,7 +110,8 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
     @run_before('run')
     def set_program(self):
         self.executable = self.kernels.program(experiments.program('stencil', self.lang))
-        self.executable_opts = ['--variant', 'seq', '--n', str(self.n), '--steps', str(self.steps)]
+        self.executable_opts = ['--variant', 'seq', '--n', str(self.n), '--steps', str(self.steps),
+                                *self.repetition_options()]
 
     @sanity_function
     def validated(self):
@@ -92,12 +122,14 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck):
     def set_perf_variables(self):
         if self.is_dry_run():
             return
-        self.perf_variables = {'time': perf_record(self, 'RESULT', 'time_s', 's'),
-                               'glups': perf_record(self, 'RESULT', 'glups', 'GLUP/s')}
+        self.perf_variables = {
+            'time': perf_record(self, 'RESULT', 'time_s', 's'),
+            'glups': perf_record(self, 'RESULT', 'glups', 'GLUP/s'),
+            **computed_variables(self, self.spread_variables(stencil_result(self)))}
 
 
 @rfm.simple_test
-class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
+class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
     descr = '2-D heat stencil: halo exchange by Send/Recv vs MPI-3 shared-memory windows'
     valid_systems = ['*']
     variant = parameter(['sr', 'nb', 'shm', 'shmnc', 'hybrid'])
@@ -160,7 +192,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
     def set_program(self):
         self.executable = self.kernels.program(experiments.program('stencil', self.lang))
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
-                                '--steps', str(self.steps)]
+                                '--steps', str(self.steps), *self.repetition_options()]
         if self.verify:
             self.executable_opts += ['--verify', self.verify]
         if self.variant == 'hybrid' and not self.spans_nodes:
@@ -209,4 +241,5 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck):
             'halo_share': (result['halo_share'], ''), 'speedup': (speedup, 'x'),
             'efficiency': (speedup / self.ranks, ''),
             'stream_copy': (stream['copy_GBps'], 'GB/s'),
-            'bw_fraction': (result['mem_GBps'] / stream['copy_GBps'], '')})
+            'bw_fraction': (result['mem_GBps'] / stream['copy_GBps'], ''),
+            **self.spread_variables(result)})

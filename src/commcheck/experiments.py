@@ -111,18 +111,20 @@ EXPERIMENTS = (
         check='Stencil', title='MPI-3 shared-memory stencil', kernels=('stencil', 'stream'),
         seeds=('002',), section='stencil',
         key_variables=(('time', LOWER_IS_BETTER), ('bw_fraction', HIGHER_IS_BETTER)),
-        seed_mode=('n=4800', 'steps=500', 'max_ranks=36'),
-        quick_mode=('n=480', 'steps=20', 'max_ranks=4')),
+        seed_mode=('n=4800', 'steps=500', 'max_ranks=36', 'min_reps=3', 'target_seconds=0'),
+        quick_mode=('n=480', 'steps=20', 'max_ranks=4', 'min_reps=1', 'target_seconds=0')),
     Experiment(
         check='StencilSequential', title='Sequential stencil baseline', kernels=('stencil',),
         seeds=('002',), section='stencil',
         key_variables=(('time', LOWER_IS_BETTER),),
-        seed_mode=('n=4800', 'steps=500'), quick_mode=('n=480', 'steps=20')),
+        seed_mode=('n=4800', 'steps=500', 'min_reps=3', 'target_seconds=0'),
+        quick_mode=('n=480', 'steps=20', 'min_reps=1', 'target_seconds=0')),
     Experiment(
         check='FortranPointers', title='Fortran pointer study', kernels=('fptr',),
         seeds=('002',), section='pointers',
         key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER)),
-        seed_mode=('n=10000', 'steps=100'), quick_mode=('n=400', 'steps=4')),
+        seed_mode=('n=10000', 'steps=100', 'min_reps=3', 'target_seconds=0'),
+        quick_mode=('n=400', 'steps=4', 'min_reps=1', 'target_seconds=0')),
 )
 
 BY_CHECK = {e.check: e for e in EXPERIMENTS}

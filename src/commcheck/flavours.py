@@ -28,6 +28,13 @@ class Flavour:
     #: arguments; regex whose group 1 is the version).
     version_probe: tuple[str, tuple[str, ...], str] | None = None
     show_flag: str = '-show'        # the wrapper's "print the command line" flag
+    #: How its C wrapper says what it is: (arguments, regex whose group 1 is the version);
+    #: another flavour's wrapper does not match (``commcheck site check`` finds a prefix whose
+    #: ``mpicc`` is another flavour's, e.g. a Debian alternatives link).
+    wrapper_probe: tuple[tuple[str, ...], str] | None = None
+    #: The first line of ``MPI_Get_library_version`` (a kernel's ``META mpi=``): regex whose
+    #: group 1 is the version. A launch whose library does not match its label fails.
+    library_pattern: str | None = None
     #: Environment variables choosing the wrappers' underlying compilers, per language, set
     #: only for a compiler family other than the one the wrappers use by default.
     compiler_env: dict = dataclasses.field(default_factory=dict)
@@ -64,6 +71,19 @@ class Flavour:
         match = re.search(pattern, done.stdout + done.stderr)
         return match.group(1) if match else None
 
+    def probe_wrapper(self, cc: str) -> str | None:
+        """The version this flavour's C wrapper ``cc`` reports, or None if it is not one."""
+        if not self.wrapper_probe:
+            return None
+        args, pattern = self.wrapper_probe
+        try:
+            done = subprocess.run([cc, *args], capture_output=True, text=True, timeout=30,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        match = re.search(pattern, done.stdout + done.stderr)
+        return match.group(1) if match else None
+
     def launch_prefix(self, launcher: str, ranks: int, *, binding: str = 'none',
                       per_node: int | None = None, oversubscribe: bool = False) -> list[str]:
         """The command line that starts ``ranks`` ranks of a program with this stack."""
@@ -81,6 +101,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         name='mpich', title='MPICH', spack_package='mpich', launcher='mpiexec',
         debian_suffix='mpich', debian_launcher='mpiexec.mpich',
         version_probe=('mpichversion', (), r'Version:\s+(\S+)'),
+        wrapper_probe=(('-v',), r'for MPICH version (\S+)'),
+        library_pattern=r'^MPICH Version:\s*(\S+)',
         compiler_env={'c': 'MPICH_CC', 'fortran': 'MPICH_FC'},
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),
@@ -90,6 +112,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         debian_suffix='openmpi', debian_launcher='mpirun.openmpi',
         version_probe=('{launcher}', ('--version',), r'\((?:Open MPI|OpenRTE)\)\s+(\S+)'),
         show_flag='--showme',
+        wrapper_probe=(('--showme:version',), r'Open MPI (\S+)'),
+        library_pattern=r'^Open MPI v(\d[^,\s]*)',
         compiler_env={'c': 'OMPI_CC', 'fortran': 'OMPI_FC'},
         # overload-allowed: a job confined to fewer cores than ranks (a cpuset) still runs,
         # and is measured and flagged, instead of refusing to start.
@@ -103,6 +127,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         name='intel-mpi', title='Intel MPI', spack_package='intel-oneapi-mpi',
         launcher='mpiexec',
         version_probe=('{launcher}', ('-V',), r'Version (\d+\.\d+(?:\.\d+)?)'),
+        wrapper_probe=(('-v',), r'Intel\(R\) MPI Library (\d+(?:\.\d+)*)'),
+        library_pattern=r'^Intel\(R\) MPI Library (\d+(?:\.\d+)*)',
         compiler_env={'c': 'I_MPI_CC', 'fortran': 'I_MPI_F90'},
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),
@@ -111,14 +137,41 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     Flavour(
         name='cray-mpich', title='Cray MPICH', spack_package='cray-mpich', launcher='srun',
         spack_variants='~wrappers',
+        library_pattern=r'CRAY MPICH version (\d+(?:\.\d+)*)',
         compiler_env={},            # the PrgEnv module chooses the compiler behind cc/ftn
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),
         srun_mpi='cray_shasta'),
     Flavour(
         name='mpj-express', title='MPJ Express', spack_package='', launcher='starter.jar',
+        library_pattern=r'^MPJ Express (\S+)',
         languages=('java',), java=True),
 )}
+
+
+def identify_library(text: str) -> tuple[str, str] | None:
+    """(flavour, version) of an ``MPI_Get_library_version`` line, or None if no flavour's
+    ``library_pattern`` matches."""
+    for record in FLAVOURS.values():
+        match = record.library_pattern and re.search(record.library_pattern, text)
+        if match:
+            return record.name, match.group(1)
+    return None
+
+
+def identify_wrapper(cc: str) -> tuple[str, str] | None:
+    """(flavour, version) of the MPI whose C wrapper ``cc`` is, or None if none answers."""
+    for record in FLAVOURS.values():
+        version = record.probe_wrapper(cc)
+        if version:
+            return record.name, version
+    return None
+
+
+def versions_agree(declared: str, found: str) -> bool:
+    """``4.0.2`` and ``4.0`` agree (one names fewer components), ``4.0.2`` and ``4.1.4`` not."""
+    a, b = str(declared).split('.'), str(found).split('.')
+    return a[:len(b)] == b[:len(a)]
 
 
 class UnknownFlavour(ValueError):

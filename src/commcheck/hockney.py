@@ -281,15 +281,30 @@ def _number(rec: Mapping[str, Any], key: str, index: int) -> float:
 MIN_FIT_SIZES = 4
 
 
+def size_text(nbytes: float) -> str:
+    """A message size as people write it: ``8 B``, ``32 KiB``, ``1 MiB`` (``1.5 KiB``)."""
+    for unit, scale in (('MiB', 1 << 20), ('KiB', 1 << 10)):
+        if nbytes >= scale:
+            return f'{nbytes / scale:.3g} {unit}'
+    return f'{nbytes:.0f} B'
+
+
 def refusal(seg: Segment) -> str | None:
-    """Why a fitted line cannot be reported (not finite, or no bandwidth term), or None."""
+    """Why a fitted line cannot be reported, or None when its parameters are physical.
+
+    A startup time below zero or a bandwidth that is not positive is what the least-squares
+    line says, not what the link does (a line through a curved stretch of the sweep): the fit
+    is refused, never shown as a value.
+    """
+    over = f'{size_text(seg.lo_bytes)}-{size_text(seg.hi_bytes)}'
     values = {'r_inf': seg.r_inf_MBps, 'n_1/2': seg.n_half_bytes, 't0': seg.t0_us}
     bad = [name for name, v in values.items() if not math.isfinite(v)]
     if bad:
-        return (f'{", ".join(bad)} not finite: the time does not grow with size over '
-                f'{seg.lo_bytes:.0f}-{seg.hi_bytes:.0f} B')
+        return f'{", ".join(bad)} not finite: the time does not grow with size over {over}'
     if seg.r_inf_MBps <= 0:
-        return f'r_inf {seg.r_inf_MBps:.3g} MB/s is not positive'
+        return f'r_inf <= 0: fit not physical over {over}'
+    if seg.t0_us < 0:
+        return f't0 < 0: fit not physical over {over}'
     return None
 
 

@@ -56,6 +56,7 @@ def environment(site: Site, stack: Stack) -> dict:
         'stack': stack.id, 'compiler': stack.compiler.family,
         'compiler_version': stack.compiler.version, 'mpi': stack.mpi.flavour,
         'mpi_version': stack.mpi.version, 'build': stack.build,
+        'mpi_library': list(stack.mpi.expected_library),
         'languages': list(stack.tested_languages), 'has_fortran': stack.has_fortran,
         'launcher': stack.mpi.launcher_command, 'srun_mpi': stack.mpi.srun_mpi or
         stack.mpi.record.srun_mpi, 'mpi_cc': stack.mpi.c_wrapper or '',
@@ -95,7 +96,8 @@ def partition(site: Site, part: Partition) -> dict:
         'env_vars': [[k, v] for k, v in part.env.items()],
         'extras': {'cores': part.cores, 'nodes': part.nodes, 'placement': part.placement,
                    'binding': part.binding, 'oversubscribe': part.oversubscribe,
-                   'launcher': part.launcher},
+                   'launcher': part.launcher, 'exclusive': part.exclusivity[0],
+                   'exclusive_basis': part.exclusivity[1]},
     }
     if part.time_limit:
         config['time_limit'] = part.time_limit

@@ -89,6 +89,10 @@ class Mpi(_Model):
     module: Optional[str] = None    #: a module that provides it (Lmod/Tcl name)
     #: A Spack spec that Spack builds (``mpich@4.2.3 netmod=ofi``) instead of an external.
     spack_spec: Optional[str] = None
+    #: What the library reports when that is not the flavour's own (an emulation, a vendor
+    #: rebuild): ``<flavour> <version>``, e.g. ``mpich 4.0.2``. Every launch is checked
+    #: against it (default: ``flavour`` and ``version``).
+    library: Optional[str] = None
 
     @field_validator('flavour')
     @classmethod
@@ -108,9 +112,28 @@ class Mpi(_Model):
             raise ValueError(f'mpi.prefix {value} is not a directory')
         return value
 
+    @field_validator('library')
+    @classmethod
+    def _flavour_and_version(cls, value):
+        if value is None:
+            return value
+        parts = value.split()
+        if len(parts) != 2:
+            raise ValueError(f'mpi.library {value!r} is not "<flavour> <version>"')
+        flavours.flavour(parts[0])
+        return value
+
     @property
     def record(self) -> flavours.Flavour:
         return flavours.flavour(self.flavour)
+
+    @property
+    def expected_library(self) -> tuple[str, str]:
+        """(flavour, version) that every launch's MPI library must report."""
+        if self.library:
+            flavour, version = self.library.split()
+            return flavour, version
+        return self.flavour, str(self.version)
 
     def _in_prefix(self, name: str) -> Optional[str]:
         if not self.prefix:
@@ -245,6 +268,17 @@ class Partition(_Model):
         if self.placement == 'different-nodes' and self.nodes < 2:
             raise ValueError(f'partition {self.name}: placement different-nodes needs nodes >= 2')
         return self
+
+    @property
+    def exclusivity(self) -> tuple[bool, str]:
+        """Whether a measurement here has its node's cores to itself, and on what grounds."""
+        if self.scheduler == 'local':
+            if self.max_jobs == 1:
+                return True, 'local: one job at a time, builds included (max_jobs 1)'
+            return False, f'local: up to {self.max_jobs} jobs at once (max_jobs {self.max_jobs})'
+        if any(a == '--exclusive' or a.startswith('--exclusive=') for a in self.access):
+            return True, f'{self.scheduler}: --exclusive in the access options'
+        return False, f'{self.scheduler}: no --exclusive in the access options (nodes may be shared)'
 
     @property
     def ranks_per_node_of_pair(self) -> int:

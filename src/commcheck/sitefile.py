@@ -7,12 +7,13 @@ the same syntax (``commcheck site show``), so a site can start from the discover
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from commcheck import paths, yamltext
+from commcheck import flavours, paths, yamltext
 from commcheck.site import Site, SiteError
 
 SITES_DIR = paths.CONFIG_DIR / 'sites'
@@ -80,6 +81,40 @@ def load(path: str | Path) -> Site:
     except (OSError, UnicodeDecodeError) as err:
         raise SiteError(f'{path}: cannot read site file: {err}') from None
     return parse(text, str(path))
+
+
+def wrapper_problem(stack) -> str | None:
+    """Where a stack's own C wrapper is another flavour's (or version's) MPI, what it is.
+
+    The wrapper is asked (each flavour's ``wrapper_probe``), so a prefix whose ``bin/mpicc``
+    is an alternatives link to another MPI (Debian: ``/usr/bin/mpicc`` follows the ``mpi``
+    alternative) is found before any job runs. A wrapper given by name only (a module puts it
+    on PATH) is not probed here: its launches are checked (``META mpi=``).
+    """
+    cc = stack.mpi.c_wrapper
+    if stack.mpi.record.java or not cc or not os.path.isabs(cc) or not os.path.isfile(cc):
+        return None
+    found = flavours.identify_wrapper(cc)
+    want_flavour, want_version = stack.mpi.expected_library
+    if found is None or (found[0] == want_flavour and
+                         flavours.versions_agree(want_version, found[1])):
+        return None
+    real = os.path.realpath(cc)
+    via = f' (it resolves to {real})' if real != cc else ''
+    return (f'stack {stack.id}: declares {flavours.FLAVOURS[want_flavour].title} {want_version}, '
+            f'but its C wrapper {cc}{via} is {flavours.FLAVOURS[found[0]].title} {found[1]}: '
+            f'give this MPI\'s own mpi.cc, mpi.fc and mpi.launcher (e.g. mpicc.<flavour>), '
+            f'not an alternatives link')
+
+
+def check(path: str | Path) -> Site:
+    """``commcheck site check``: the file loads, and every stack's wrappers are what it says."""
+    site = load(path)
+    for stack in site.stacks:
+        problem = wrapper_problem(stack)
+        if problem:
+            raise SiteError(f'{path}: {problem}')
+    return site
 
 
 def site_file(name: str) -> Path:

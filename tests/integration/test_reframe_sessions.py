@@ -211,3 +211,57 @@ def test_listing_and_loading_write_nothing(isolated_env, tmp_path):
     done = reframe(isolated_env, '-l')
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert not Path(isolated_env['COMMCHECK_STATE']).exists()
+
+
+@pytest.mark.skipif(len(STACKS) < 2, reason='needs two compiled stacks')
+def test_builds_end_before_the_first_measurement_and_measurements_run_alone(isolated_env,
+                                                                           tmp_path):
+    """Plain ReFrame on the local site, default settings: every build (one KernelsBuild
+    fixture per environment, which ReFrame would otherwise start at once) ends before the first
+    measurement job starts, no two measurement jobs overlap, and every result records that
+    its node was exclusive. Times are the jobs' own (run report; the builds print theirs)."""
+    isolated_env.pop('COMMCHECK_MAX_JOBS', None)
+    (tmp_path / 'norefs').mkdir()
+    isolated_env['RFM_REFERENCE_PREFIX'] = str(tmp_path / 'norefs')   # not gated: mechanics only
+    done = reframe(isolated_env, '-r', '-n', 'PingPong%lang=c', '--mode', 'quick',
+                   '-p', STACKS[0].name, '-p', STACKS[1].name)
+    assert done.returncode == 0, done.stdout[-3000:]
+    ran = cases(run_reports(isolated_env)[-1])
+    builds = [tc for tc in ran if tc['fixture'] and tc['name'].startswith('KernelsBuild')]
+    measured = sorted(((tc['job_submit_time'], tc['job_completion_time_unix']) for tc in ran
+                       if not tc['fixture']))
+    assert len(builds) >= 2 and len(measured) >= 2
+    assert all(0 < b['build_started'] < b['build_ended'] for b in builds), builds
+    assert max(b['build_ended'] for b in builds) <= measured[0][0]
+    spans = sorted([(b['build_started'], b['build_ended']) for b in builds] + measured)
+    assert all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:])), spans
+    assert all(tc['provenance']['node_exclusive'] == 'yes' for tc in ran if not tc['fixture'])
+
+
+@pytest.mark.skipif(not os.path.exists('/usr/bin/mpicc.mpich'), reason="no Debian MPICH")
+def test_a_launch_with_another_library_than_declared_fails_in_one_line(isolated_env, tmp_path):
+    """A stack declared as MPICH 4.1.9 whose wrappers are Debian's MPICH (4.0.2): the test
+    fails in sanity, its reason one line naming both, and nothing reaches the perflog under
+    the wrong label."""
+    site = tmp_path / 'mislabelled.yaml'
+    site.write_text(
+        'name: mislabelled\nhostnames: [".*"]\n'
+        'partitions:\n  - {name: default, cores: 2, oversubscribe: true}\n'
+        'stacks:\n  - compiler: {family: gnu, version: 12.2.0}\n'
+        '    mpi: {flavour: mpich, version: 4.1.9, cc: /usr/bin/mpicc.mpich,\n'
+        '          fc: /usr/bin/mpif90.mpich, launcher: /usr/bin/mpiexec.mpich}\n'
+        '    languages: [c]\n')
+    env = dict(isolated_env, COMMCHECK_SITE=str(site))
+    cmd = ['reframe', '-C', str(paths.CONFIG_DIR / 'site.py'), '-c', str(paths.CHECKS_DIR),
+           '-r', '-n', 'PingPong%lang=c', '--mode', 'quick']
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode != 0, done.stdout[-3000:]
+    measured = [tc for tc in cases(run_reports(env)[-1]) if not tc['fixture']]
+    assert measured and all(tc['result'] == 'fail' and tc['fail_phase'] == 'sanity'
+                            for tc in measured)
+    reason = measured[0]['fail_reason']
+    assert ('label mismatch: gnu-mpich declares MPICH 4.1.9, but the kernel ran with MPICH '
+            '4.0.2') in reason and '\n' not in reason.strip()
+    logged = [line.split('|') for p in (Path(env['COMMCHECK_REPORTS']) / 'perflogs').glob(
+        '**/PingPong.log') for line in p.read_text().splitlines()[1:]]
+    assert all(fields[12] == 'null' for fields in logged), logged     # perf_value

@@ -1,10 +1,11 @@
 """Every kernel on every stack: valid runs pass, bad input exits 2, corrupted data exits 3."""
 
 import re
+import shutil
 
 import pytest
 
-from commcheck import records
+from commcheck import kbuild, paths, records
 from tests.conftest import REFERENCE_STACKS as STACKS, mpirun, needs_stacks
 
 pytestmark = needs_stacks()
@@ -179,3 +180,114 @@ def test_stencil_variants_agree_across_languages_and_stacks(kernel_builds):
     for key, result in heats.items():
         assert result['total_heat'] == pytest.approx(reference['total_heat'], rel=1e-12), key
         assert result['checksum'] == pytest.approx(reference['checksum'], rel=1e-12), key
+
+
+STREAM_CASES = [(s, p) for s, k, p in CASES if k == 'stream']
+STREAM_IDS = [f'{s.name}-{p}' for s, p in STREAM_CASES]
+
+
+@pytest.mark.parametrize('stack,program', STREAM_CASES, ids=STREAM_IDS)
+def test_stream_aggregate_counts_the_last_rank(kernel_builds, stack, program):
+    """The aggregate bandwidth is all ranks' bytes over the elapsed time from the first rank's
+    start to the last rank's end: with rank 1 starting each loop 40 ms late, every rep lasts at
+    least 40 ms, so the aggregate cannot exceed bytes / 40 ms (a per-rank clock, which does not
+    see the wait, would report the full speed of both ranks)."""
+    n, skew_s = 100000, 0.040
+    done = mpirun(stack, 2, kernel_builds[stack.name] / program, '--n', str(n), '--reps', '2',
+                  '--skew-ms', '40')
+    assert done.returncode == 0, done.stderr
+    out = records.parse(done.stdout)
+    assert out['META'][0]['timing'] == 'barrier-to-barrier'
+    result = out['RESULT'][0]
+    assert result['copy_GBps'] <= 16.0 * n * 2 / skew_s / 1e9
+    assert result['triad_GBps'] <= 24.0 * n * 2 / skew_s / 1e9
+    assert result['copy_GBps_per_rank'] == pytest.approx(result['copy_GBps'] / 2, rel=1e-2, abs=1e-3)
+
+
+REPEATED = [(s, k, p) for s, k, p in CASES if k in ('stencil', 'fptr')]
+
+
+@pytest.mark.parametrize('stack,kernel,program', REPEATED,
+                         ids=[f'{s.name}-{p}' for s, _, p in REPEATED])
+def test_repetitions_follow_reps_and_target_time(kernel_builds, stack, kernel, program):
+    """--reps R runs at least R timed runs; --target-seconds S adds runs until their times add
+    up to S and then stops: the reported median lies between the fastest and the slowest run,
+    reps * slowest >= S, and (reps - 1) * fastest < S (the run before the last fell short)."""
+    ranks, args, _ = PROGRAMS[kernel]
+    keys = {'stencil': ('time_s', 'time_min_s', 'time_max_s'),
+            'fptr': ('total_s', 'total_min_s', 'total_max_s')}[kernel]
+    for extra, min_reps, target in ((['--reps', '3'], 3, 0.0),
+                                    (['--reps', '2', '--target-seconds', '0.3'], 2, 0.3)):
+        done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args, *extra)
+        assert done.returncode == 0, done.stderr
+        out = records.parse(done.stdout)
+        result = out['RESULT'][0]
+        median, fastest, slowest = (result[k] for k in keys)
+        reps = result['reps']
+        assert out['PASS'] and reps >= min_reps
+        assert fastest <= median <= slowest
+        if target == 0.0:
+            assert reps == min_reps
+        else:
+            assert reps * slowest >= target - 1e-6
+            assert reps == min_reps or (reps - 1) * fastest < target
+
+
+@pytest.mark.parametrize('stack,kernel,program', REPEATED,
+                         ids=[f'{s.name}-{p}' for s, _, p in REPEATED])
+def test_repetition_options_refuse_bad_values(kernel_builds, stack, kernel, program):
+    ranks = PROGRAMS[kernel][0]
+    for bad, words in ((['--reps', '0'], '--reps'), (['--target-seconds', 'soon'], 'soon'),
+                       (['--target-seconds', '-1'], '--target-seconds')):
+        done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *bad)
+        assert done.returncode == 2
+        errors = [line for line in done.stderr.splitlines() if line.startswith('ERROR:')]
+        assert len(errors) == 1 and words in errors[0], done.stderr
+
+
+# STREAM as it was: every rank times its own loops (after its late start), the slowest counts.
+PER_RANK_CLOCK = (
+    ("""        double t0 = MPI_Wtime();
+        late_start(skew);
+        for (size_t k = 0; k < len; k++)
+            c[k] = a[k];
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t1 = MPI_Wtime();
+        late_start(skew);
+        for (size_t k = 0; k < len; k++)
+            a[k] = b[k] + SCALAR * c[k];
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        times[2 * r] = t1 - t0;
+        times[2 * r + 1] = MPI_Wtime() - t1;""",
+     """        late_start(skew);
+        double t0 = MPI_Wtime();
+        for (size_t k = 0; k < len; k++)
+            c[k] = a[k];
+        times[2 * r] = MPI_Wtime() - t0;
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        late_start(skew);
+        t0 = MPI_Wtime();
+        for (size_t k = 0; k < len; k++)
+            a[k] = b[k] + SCALAR * c[k];
+        times[2 * r + 1] = MPI_Wtime() - t0;"""),
+    ('CC_CHECK(MPI_Bcast(times, 2 * reps, MPI_DOUBLE, 0, MPI_COMM_WORLD));',
+     'CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, times, 2 * reps, MPI_DOUBLE, MPI_MAX, '
+     'MPI_COMM_WORLD));'))
+
+
+@pytest.mark.skipif(not STREAM_CASES, reason='no stack')
+def test_the_stream_bound_test_catches_a_per_rank_clock(tmp_path):
+    """The bound above can fail: STREAM rebuilt with the per-rank clock of before (each rank
+    times its own loops, the slowest counts) reports far more than bytes / 40 ms."""
+    stack = STREAM_CASES[0][0]
+    source = tmp_path / 'kernels'
+    shutil.copytree(paths.KERNELS_SRC, source)
+    text = (source / 'stream' / 'stream.c').read_text()
+    for old, new in PER_RANK_CLOCK:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (source / 'stream' / 'stream.c').write_text(text)
+    program = kbuild.cmake_build(stack, tmp_path / 'build', source, ['stream-c']) / 'stream-c'
+    done = mpirun(stack, 2, program, '--n', '100000', '--reps', '2', '--skew-ms', '40')
+    assert done.returncode == 0, done.stderr
+    assert records.parse(done.stdout)['RESULT'][0]['copy_GBps'] > 16.0 * 100000 * 2 / 0.040 / 1e9

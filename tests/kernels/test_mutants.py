@@ -152,7 +152,7 @@ STENCIL_MUTANTS = [
     # shared windows: a stale neighbour
     Mutant('shm-reads-new-array', 'stencil', 'c',
            "the ghosts are loaded from the neighbour's new array, not its old one",
-           ((C_MAIN, 'shm.nbase[d] + cur * nd', 'shm.nbase[d] + (1 - cur) * nd'),),
+           ((C_MAIN, 'r->shm->nbase[d] + *cur * nd', 'r->shm->nbase[d] + (1 - *cur) * nd'),),
            stencil('shm', (4, STENCIL_TEST), (2, STENCIL_CHECK))
            + stencil('shmnc', (4, STENCIL_TEST), (4, STENCIL_CHECK))),
     Mutant('shm-reads-new-array', 'stencil', 'f',
@@ -163,7 +163,7 @@ STENCIL_MUTANTS = [
            + stencil('shmnc', (4, STENCIL_TEST), (4, STENCIL_CHECK))),
     # hybrid without its Send/Recv part: only neighbours in other (emulated) nodes notice
     Mutant('hybrid-no-send-recv', 'stencil', 'c', 'hybrid skips the exchange between nodes',
-           ((C_MAIN, 'if (o.variant == V_SR || o.variant == V_HYBRID)', 'if (o.variant == V_SR)'),),
+           ((C_MAIN, 'if (v == V_SR || v == V_HYBRID)', 'if (v == V_SR)'),),
            stencil('hybrid', (4, STENCIL_TEST), (4, STENCIL_CHECK), node_size=2)
            + stencil('hybrid', (2, STENCIL_TEST), node_size=1)),
     Mutant('hybrid-no-send-recv', 'stencil', 'f', 'hybrid skips the exchange between nodes',

@@ -125,8 +125,10 @@ def test_findings_are_judged_and_java_cannot_be_told_without_java(main_report):
     data = main_report.data
     found = {f['id']: f for f in data['sections']['seeds']['findings']}
     assert {f.id for f in findings.FINDINGS} == set(found)
-    assert found['003-stride-loop']['status'] in (findings.HOLDS, findings.DOES_NOT_HOLD)
-    assert found['001-regimes']['status'] in (findings.HOLDS, findings.DOES_NOT_HOLD)
+    assert found['003-stride-loop']['status'] in (findings.HOLDS, findings.DOES_NOT_HOLD,
+                                                  findings.MIXED, findings.CANNOT_TELL)
+    assert found['003-stride-loop']['stacks'] >= 1
+    assert found['001-regimes']['status'] in (findings.HOLDS, findings.DOES_NOT_HOLD, findings.MIXED)
     for fid in ('000-java-half', '000-converge', '000-jit', '003-java-startup',
                 '003-java-rinf'):
         assert found[fid]['status'] == findings.CANNOT_TELL
@@ -164,7 +166,10 @@ def test_java_findings_are_computed_when_java_ran(reports, write):
     found = {f['id']: f for f in data['sections']['seeds']['findings']}
     assert found['000-java-half']['status'] == findings.HOLDS, found['000-java-half']
     assert found['003-java-startup']['status'] == findings.HOLDS, found['003-java-startup']
-    assert found['003-java-rinf']['status'] == findings.HOLDS, found['003-java-rinf']
+    # The Java copy has the C launches' r_inf: the ratio's median is 1.00, and whether the
+    # spread of the (real, noisy) launches decides the 10 % band depends on those launches.
+    assert found['003-java-rinf']['status'] in (findings.HOLDS, findings.CANNOT_TELL)
+    assert 'r_inf ratio 1.00' in found['003-java-rinf']['detail']
     assert found['000-jit']['status'] == findings.HOLDS, found['000-jit']
 
 
@@ -444,3 +449,56 @@ def test_run_report_page_of_a_run(reports_dir, tmp_path, warnings):
     index = entry.report_of_run(run, reports_dir, reports_dir / 'results.db', warnings)
     assert index is not None and any('instead' in w for w in warnings)
     assert history.read_db(reports_dir / 'results.db', lambda m: None)
+
+
+def _plot_alts(data: dict, section: str) -> list[str]:
+    return [p['alt'] for p in data['sections'][section].get('plots', [])] if isinstance(
+        data['sections'][section], dict) else []
+
+
+def test_figures_say_how_many_launches_and_draw_their_spread(main_report):
+    """Values from several launches are drawn with bars from the lowest to the highest launch
+    (the data carry those ranges); values from one launch say so."""
+    data = main_report.data
+    alts = ' '.join(p['alt'] for p in main_report.data.get('plots', []))
+    index = main_report.index.read_text()
+    assert ('bars from the lowest to the highest launch' in index or
+            'one launch (no spread over launches to draw)' in index), alts
+    rows = data['sections']['stencil']['rows']
+    assert rows and all(set(r['spread']) == {'time', 'speedup', 'bw_fraction'} for r in rows)
+    for r in rows:
+        lo, hi = r['spread']['time']
+        if lo is not None and r['time'] is not None:
+            assert lo <= r['time'] <= hi
+
+
+def test_one_launch_is_said_and_several_are_drawn(reports, write):
+    """The fixture session has several repeats (%.repeat_no): medians with bars; keeping only
+    its first repeat: one launch, said so."""
+    report = reports['main']
+    for tc in all_cases(report):
+        if tc['display_name'].startswith('Stencil '):
+            tc['bound'] = 'STREAM copy over the same working set: probe text'
+    index, several = write([session_of(report)])
+    text = index.read_text()
+    assert several['sections']['stencil']['bounds'] == [
+        'STREAM copy over the same working set: probe text']
+    assert 'probe text' in text
+    assert re.search(r'medians of \d+(-\d+)? launches, bars from the lowest to the highest '
+                     r'launch', text)
+    rows = [r for r in several['sections']['stencil']['rows'] if r['time'] is not None]
+    assert rows and any(r['spread']['time'][1] > r['spread']['time'][0] for r in rows)
+    # the seeds' tables: today's medians with their interval beside the published figures
+    hockney = [r for r in several['sections']['seeds']['seed003_hockney'] if not r['published']]
+    assert hockney and all(re.fullmatch(r' \[\S+-\S+\]', r['ranges']['r_inf'])
+                           for r in hockney if r['r_inf'] is not None)
+    single = copy.deepcopy(report)
+    for run in single['runs']:
+        run['testcases'] = [tc for tc in run['testcases']
+                            if '%.repeat_no=' not in tc['display_name'] or
+                            '%.repeat_no=0' in tc['display_name']]
+    index, one = write([session_of(single)])
+    assert 'one launch (no spread over launches to draw)' in index.read_text()
+    assert 'medians of' not in index.read_text()
+    assert all(r['ranges']['r_inf'] in ('', ' (one launch)')
+               for r in one['sections']['seeds']['seed003_hockney'] if not r['published'])

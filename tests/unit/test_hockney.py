@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from commcheck import hockney
 from commcheck.hockney import (
     HockneyFit,
     Segment,
@@ -268,3 +269,33 @@ def test_bad_input_raises_value_error(fit, sizes, times, match):
 def test_bad_split_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fit_piecewise(SIZES, one_line(SIZES), **kwargs)
+
+
+# --- refusal: a fit is reported only with physical parameters ------------------------------
+
+def test_negative_startup_is_refused_naming_the_sizes():
+    """A segment whose time grows faster than its size (e.g. the cache spills halfway) gives
+    a line crossing zero above size 0: t0 < 0 is the fit's artefact, never a startup time
+    (seen: t0 = -25.31 us)."""
+    sizes = [32768, 65536, 131072, 262144, 524288, 1048576]
+    times = [10.0, 25.0, 55.0, 115.0, 235.0, 475.0]     # t = n/2184 - 5: intercept -5 us
+    seg = fit_line(sizes, times)
+    assert seg.t0_us < 0
+    assert hockney.refusal(seg) == 't0 < 0: fit not physical over 32 KiB-1 MiB'
+
+
+def test_non_positive_bandwidth_is_refused():
+    seg = fit_line([1024, 2048, 4096], [3.0, 2.0, 1.0])
+    assert seg.r_inf_MBps < 0 or math.isinf(seg.r_inf_MBps)
+    assert hockney.refusal(seg) is not None
+
+
+def test_physical_fit_is_not_refused():
+    seg = fit_line([1e3, 1e6], [11.0, 1010.0])
+    assert hockney.refusal(seg) is None
+
+
+@pytest.mark.parametrize('nbytes,text', [(8, '8 B'), (1536, '1.5 KiB'), (32768, '32 KiB'),
+                                         (1 << 20, '1 MiB')])
+def test_sizes_are_written_as_people_write_them(nbytes, text):
+    assert hockney.size_text(nbytes) == text

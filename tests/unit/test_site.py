@@ -210,3 +210,83 @@ def test_osu_module_is_loaded_and_found_on_path():
     assert env['modules'] == ['mpich/4.0.2', 'osu-micro-benchmarks/7.4']
     assert 'osu' in env['features']
     assert osu_program(env['extras'], 'osu_bw') == 'osu_bw'
+
+
+# --- every result is what its label says ---------------------------------------------------
+
+DEBIAN_MPICC = '/usr/bin/mpicc'
+ALTERNATIVE = flavours.identify_wrapper(DEBIAN_MPICC) if os.path.exists(DEBIAN_MPICC) else None
+
+
+@pytest.mark.skipif(not ALTERNATIVE, reason='no /usr/bin/mpicc of a known flavour here')
+def test_site_check_finds_a_prefix_whose_wrapper_is_another_flavours(tmp_path):
+    """As README's "Adding a stack" shows it (flavour, version, prefix /usr), for the flavour
+    that /usr/bin/mpicc does NOT point at (Debian's alternatives): exit 2, one line naming
+    the declared MPI and the one the wrapper is."""
+    actual, version = ALTERNATIVE
+    other = {'openmpi': ('mpich', '4.0.2'), 'mpich': ('openmpi', '4.1.4')}.get(actual)
+    if other is None:
+        pytest.skip(f'/usr/bin/mpicc is {actual}')
+    site = tmp_path / 'trap.yaml'
+    site.write_text('name: trap\npartitions:\n  - {name: default, cores: 2}\nstacks:\n'
+                    '  - compiler: {family: gnu, version: 12.2.0}\n'
+                    f'    mpi: {{flavour: {other[0]}, version: {other[1]}, prefix: /usr}}\n')
+    done = subprocess.run([commcheck_cmd(), 'site', 'check', str(site)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('ERROR: ') and 'Traceback' not in lines[0]
+    assert str(site) in lines[0] and DEBIAN_MPICC in lines[0]
+    assert flavours.FLAVOURS[other[0]].title in lines[0]
+    assert f'{flavours.FLAVOURS[actual].title} {version}' in lines[0]
+
+
+@needs_stacks()
+def test_site_check_accepts_each_stack_addressed_by_its_own_wrappers(tmp_path):
+    site = tmp_path / 'local.yaml'
+    site.write_text(sitefile.dump(discover.local_site()))
+    assert sitefile.check(site).stacks
+    for stack in STACKS:
+        assert sitefile.wrapper_problem(stack) is None, stack.id
+
+
+def test_a_wrapper_of_another_version_is_refused_too(tmp_path):
+    stack = next((s for s in STACKS if s.mpi.flavour == 'mpich' and s.mpi.prefix == '/usr'), None)
+    if stack is None:
+        pytest.skip("no Debian MPICH")
+    wrong = stack.model_copy(update={'mpi': stack.mpi.model_copy(update={'version': '3.9'})})
+    assert 'declares MPICH 3.9' in sitefile.wrapper_problem(wrong)
+
+
+@pytest.mark.parametrize('text,found', [
+    ('MPICH Version:      5.0.2', ('mpich', '5.0.2')),
+    ('Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4', ('openmpi', '4.1.4')),
+    ('Intel(R) MPI Library 2021.18.1 for Linux* OS', ('intel-mpi', '2021.18.1')),
+    ('MPI VERSION    : CRAY MPICH version 8.1.28.2 (ANL base 3.4a2)', ('cray-mpich', '8.1.28.2')),
+    ('MPJ Express 0.44 niodev', ('mpj-express', '0.44')),
+    ('Some MPI 1.0', None)])
+def test_library_lines_identify_flavour_and_version(text, found):
+    assert flavours.identify_library(text) == found
+
+
+def test_a_launch_with_another_library_than_declared_is_one_line():
+    from commcheck.rfm.mixins import label_mismatch
+    extras = {'mpi_library': ['mpich', '4.0.2']}
+    assert label_mismatch('gnu-mpich4', extras, ['MPICH Version: 4.0.2']) is None
+    assert label_mismatch('gnu-mpich4', {'mpi_library': ['intel-mpi', '2021.18.1']},
+                          ['Intel(R) MPI Library 2021.18 for Linux* OS']) is None
+    line = label_mismatch('gnu-mpich4', extras, ['MPICH Version: 4.0.2', 'Open MPI v4.1.4, x'])
+    assert line == ('label mismatch: gnu-mpich4 declares MPICH 4.0.2, but the kernel ran with '
+                    'Open MPI 4.1.4 ("Open MPI v4.1.4, x")')
+    assert 'MPICH 5.0.2' in label_mismatch('gnu-mpich4', extras, ['MPICH Version: 5.0.2'])
+    assert 'unknown MPI library' in label_mismatch('gnu-mpich4', extras, ['Foo MPI'])
+    assert '\n' not in line
+
+
+def test_declared_library_override_is_flavour_and_version(tmp_path):
+    from commcheck.site import Mpi
+    assert Mpi(flavour='cray-mpich', version='8.1.28',
+               library='mpich 4.0.2').expected_library == ('mpich', '4.0.2')
+    assert Mpi(flavour='mpich', version='4.0.2').expected_library == ('mpich', '4.0.2')
+    with pytest.raises(ValueError, match='flavour'):
+        Mpi(flavour='mpich', version='4.0.2', library='4.0.2')

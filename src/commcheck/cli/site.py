@@ -22,7 +22,7 @@ def add_parsers(sub) -> None:
 def cmd_site(args) -> int:
     from commcheck import sitefile
     if args.action == 'check':
-        site = sitefile.load(args.file)
+        site = sitefile.check(args.file)
         print(f'{args.file}: site {site.name}: {len(site.partitions)} partition(s), '
               f'{len(site.stacks)} stack(s): {", ".join(s.id for s in site.stacks)}')
         return 0

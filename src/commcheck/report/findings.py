@@ -2,9 +2,15 @@
 
 Typed in from the documents (see the seeds' README), never parsed from them: each
 :class:`Finding` names its document, states the claim as published, states the rule that decides
-it on today's data, and has a function computing its :class:`Outcome` from a report context:
-``holds``, ``does not hold``, or ``cannot tell here`` with the reason. A finding judged per
-stack holds when it holds on every stack where it can be told.
+it on today's data, and has a function computing its :class:`Outcome` from a report context.
+
+A finding is judged per stack (or per pair of stacks it compares): ``holds``, ``does not hold``,
+or ``cannot tell here`` with the reason. A quantity measured in several launches is a
+:class:`Spread` (median, fastest and slowest launch); where that spread covers the rule's
+threshold the stack says ``cannot tell here`` rather than a verdict the next launch could
+reverse; a quantity from one launch is judged on that launch and says so. The finding then
+holds on k of n stacks: ``holds`` (every stack told), ``does not hold`` (none), or ``holds on
+some stacks``, naming which hold and which do not.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from commcheck.report.context import Context
 from commcheck.report.model import Test, checks
 
 HOLDS, DOES_NOT_HOLD, CANNOT_TELL = 'holds', 'does not hold', 'cannot tell here'
+MIXED = 'holds on some stacks'
 
 DOCUMENTS = {
     '000/004': 'C (MPICH2 1.3.1) vs Java (MPIJava 1.2.5) ping-pong between two nodes over '
@@ -38,6 +45,58 @@ NO_JAVA = 'no Java results in this session'
 class Outcome:
     status: str
     detail: str
+    #: Per stack (or pair compared): where the finding holds, does not hold, cannot be told.
+    holds: tuple[str, ...] = ()
+    fails: tuple[str, ...] = ()
+    undecided: tuple[str, ...] = ()
+
+    @property
+    def told(self) -> int:
+        return len(self.holds) + len(self.fails) + len(self.undecided)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """A value over launches: the median, the lowest and the highest launch, how many."""
+    mid: float
+    lo: float
+    hi: float
+    launches: int
+
+    def text(self, fmt: str = '.2f') -> str:
+        if self.launches <= 1:
+            return f'{self.mid:{fmt}} (one launch)'
+        return f'{self.mid:{fmt}} [{self.lo:{fmt}}-{self.hi:{fmt}}, {self.launches} launches]'
+
+
+def spread_of(values: list[float]) -> Spread | None:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        return None
+    return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+def ratio(a: Spread | None, b: Spread | None) -> Spread | None:
+    """a / b, its range the widest the launches allow (lowest a over highest b, and back)."""
+    if a is None or b is None or b.lo <= 0 or b.mid <= 0:
+        return None
+    return Spread(a.mid / b.mid, a.lo / b.hi, a.hi / b.lo, min(a.launches, b.launches))
+
+
+def within(value: Spread, lo: float = -math.inf, hi: float = math.inf,
+           what: str = '', fmt: str = '.2f') -> Outcome:
+    """Holds where every launch lies in [lo, hi], does not where none can; else the spread of
+    the launches covers a threshold and the stack cannot tell."""
+    detail = f'{what} {value.text(fmt)}'.strip()
+    if lo <= value.lo and value.hi <= hi:
+        return Outcome(HOLDS, detail)
+    if value.hi < lo or value.lo > hi:
+        return Outcome(DOES_NOT_HOLD, detail)
+    return Outcome(CANNOT_TELL, f'{detail}: the spread of the launches covers the threshold')
+
+
+def _spread(ctx: Context, test: Test, variable: str) -> Spread | None:
+    return spread_of(ctx.values.launches(test, variable))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,16 +109,17 @@ class Finding:
 
 
 def combine(results: dict[str, Outcome], absent: str) -> Outcome:
-    """One outcome from per-stack outcomes: holds only where it holds on every stack told."""
+    """One outcome from per-stack outcomes, keeping which stacks hold, fail, cannot tell."""
     if not results:
         return Outcome(CANNOT_TELL, absent)
     detail = '; '.join(f'{label}: {o.detail}' for label, o in results.items())
-    told = [o for o in results.values() if o.status != CANNOT_TELL]
-    if not told:
-        return Outcome(CANNOT_TELL, detail)
-    if any(o.status == DOES_NOT_HOLD for o in told):
-        return Outcome(DOES_NOT_HOLD, detail)
-    return Outcome(HOLDS, detail)
+    holds, fails, undecided = (tuple(label for label, o in results.items() if o.status == st)
+                               for st in (HOLDS, DOES_NOT_HOLD, CANNOT_TELL))
+    if not holds and not fails:
+        status = CANNOT_TELL
+    else:
+        status = MIXED if holds and fails else HOLDS if holds else DOES_NOT_HOLD
+    return Outcome(status, detail, holds, fails, undecided)
 
 
 def _verdict(ok: bool, detail: str) -> Outcome:
@@ -88,14 +148,30 @@ def _ratios(ctx: Context, java: Test, c: Test) -> dict[int, float]:
     return {n: a[n] / b[n] for n in a if n in b and b[n] > 0}
 
 
-def _java_rule(ctx: Context, rule: Callable[[dict[int, float]], Outcome]) -> Outcome:
+def _ratio_spreads(ctx: Context, java: Test, c: Test) -> dict[int, Spread]:
+    """Java/C latency per common size, over the launches of each."""
+    out = {}
+    for n in set(ctx.values.sweep(java, 'latency')) & set(ctx.values.sweep(c, 'latency')):
+        r = ratio(_spread(ctx, java, f'latency_{n}B'), _spread(ctx, c, f'latency_{n}B'))
+        if r is not None:
+            out[n] = r
+    return dict(sorted(out.items()))
+
+
+def _median_spread(spreads: list[Spread]) -> Spread:
+    return Spread(statistics.median(s.mid for s in spreads),
+                  statistics.median(s.lo for s in spreads),
+                  statistics.median(s.hi for s in spreads), min(s.launches for s in spreads))
+
+
+def _java_rule(ctx: Context, rule: Callable[[dict[int, Spread]], Outcome]) -> Outcome:
     pairs = _java_pairs(ctx)
     if not _pingpongs(ctx, 'java'):
         return Outcome(CANNOT_TELL, NO_JAVA)
     if not pairs:
         return Outcome(CANNOT_TELL, 'no C ping-pong in this session to compare Java with')
-    return combine({f'{_label(j)} vs {_label(c)}': rule(_ratios(ctx, j, c)) for j, c in pairs},
-                   NO_JAVA)
+    return combine({f'{_label(j)} vs {_label(c)}': rule(_ratio_spreads(ctx, j, c))
+                    for j, c in pairs}, NO_JAVA)
 
 
 def java_half_of_c(ctx: Context) -> Outcome:
@@ -103,8 +179,8 @@ def java_half_of_c(ctx: Context) -> Outcome:
         small = [r for n, r in ratios.items() if n < 16384]
         if not small:
             return Outcome(CANNOT_TELL, 'no common size below 16 KiB')
-        med = statistics.median(small)
-        return _verdict(0.35 <= med <= 0.65, f'Java/C round trip {med:.2f} (median below 16 KiB)')
+        return within(_median_spread(small), 0.35, 0.65,
+                      'Java/C round trip (median below 16 KiB)')
     return _java_rule(ctx, rule)
 
 
@@ -113,9 +189,11 @@ def converge_from_16k(ctx: Context) -> Outcome:
         large = {n: r for n, r in ratios.items() if n >= 16384}
         if not large:
             return Outcome(CANNOT_TELL, 'no common size from 16 KiB')
-        worst = max(large.values(), key=lambda r: abs(math.log(r)))
-        return _verdict(all(0.8 <= r <= 1.25 for r in large.values()),
-                        f'Java/C from 16 KiB at worst {worst:.2f}')
+        worst = max(large.values(), key=lambda r: abs(math.log(r.mid)))
+        each = [within(r, 0.8, 1.25) for r in large.values()]
+        status = (DOES_NOT_HOLD if any(o.status == DOES_NOT_HOLD for o in each) else
+                  HOLDS if all(o.status == HOLDS for o in each) else CANNOT_TELL)
+        return Outcome(status, f'Java/C from 16 KiB at worst {worst.text()}')
     return _java_rule(ctx, rule)
 
 
@@ -123,8 +201,7 @@ def equal_at_1mib(ctx: Context) -> Outcome:
     def rule(ratios):
         if 1048576 not in ratios:
             return Outcome(CANNOT_TELL, '1 MiB not measured')
-        r = ratios[1048576]
-        return _verdict(0.9 <= r <= 1.1, f'Java/C at 1 MiB {r:.2f}')
+        return within(ratios[1048576], 0.9, 1.1, 'Java/C at 1 MiB')
     return _java_rule(ctx, rule)
 
 
@@ -242,24 +319,23 @@ def cptr_costs(ctx: Context) -> Outcome:
     out = {}
     by_env: dict = {}
     for t in ctx.values.tests(checks('pointers')):
-        by_env.setdefault(t.environ, {})[t.param('variant')] = ctx.values.value(t, 'read')
+        by_env.setdefault(t.environ, {})[t.param('variant')] = _spread(ctx, t, 'read')
     for env, reads in by_env.items():
-        cptr, alloc = reads.get('cptr'), reads.get('alloc')
-        if cptr is None or alloc is None or alloc <= 0:
+        r = ratio(reads.get('cptr'), reads.get('alloc'))
+        if r is None:
             out[env] = Outcome(CANNOT_TELL, 'c_f_pointer or allocatable read not measured')
             continue
-        out[env] = _verdict(cptr > 1.1 * alloc, f'read via c_f_pointer / allocatable '
-                                                f'{cptr / alloc:.2f}')
+        out[env] = within(r, 1.1, what='read via c_f_pointer / allocatable')
     return combine(out, 'no Fortran pointer study in this session')
 
 
 # -- 003: Parkbench and derived datatypes -------------------------------------------------------
 def _datatypes(ctx: Context) -> dict[tuple[str, str], dict[str, dict]]:
-    """(stack, element) -> mode -> {r_inf, slowdown}."""
+    """(stack, element) -> mode -> {r_inf, slowdown}, each a Spread over launches."""
     out: dict = {}
     for t in ctx.values.tests(checks('datatypes')):
         out.setdefault((_label(t), t.param('element')), {})[t.param('mode')] = {
-            'r_inf': ctx.values.value(t, 'r_inf'), 'slowdown': ctx.values.value(t, 'slowdown')}
+            'r_inf': _spread(ctx, t, 'r_inf'), 'slowdown': _spread(ctx, t, 'slowdown')}
     return out
 
 
@@ -268,11 +344,11 @@ def stride_beats_loop(ctx: Context) -> Outcome:
     for (stack, element), modes in _datatypes(ctx).items():
         stride = (modes.get('stride') or {}).get('r_inf')
         loop = (modes.get('loop') or {}).get('r_inf')
-        if stride is None or loop is None:
+        if ratio(stride, loop) is None:
             out[f'{stack} {element}'] = Outcome(CANNOT_TELL, 'STRIDE or LOOP not measured')
             continue
-        out[f'{stack} {element}'] = _verdict(stride > loop, f'r_inf STRIDE {stride:.4g} vs '
-                                                            f'LOOP {loop:.4g} MB/s')
+        out[f'{stack} {element}'] = within(ratio(stride, loop), 1.0,
+                                           what='r_inf STRIDE / LOOP')
     return combine(out, 'no derived-datatype results in this session')
 
 
@@ -289,21 +365,21 @@ def _stride_slowdown(element: str) -> Callable[[Context], Outcome]:
             if slow is None:
                 out[stack] = Outcome(CANNOT_TELL, 'STRIDE not measured')
                 continue
-            out[stack] = _verdict(published / 1.5 <= slow <= published * 1.5,
-                                  f'{slow:.3g}x (published {published:.3g}x)')
+            out[stack] = within(slow, published / 1.5, published * 1.5,
+                                f'slowdown (published {published:.3g}x)', '.3g')
         return combine(out, f'no {element} derived-datatype results in this session')
     return judge
 
 
 def _fits(ctx: Context) -> dict[tuple[str, str, str], dict]:
-    """(environment, language, benchmark) -> {r_inf, t0}."""
+    """(environment, language, benchmark) -> {r_inf, t0}, each a Spread over launches."""
     return {(t.environ, t.param('lang'), t.param('benchmark')):
-            {'r_inf': ctx.values.value(t, 'r_inf'), 't0': ctx.values.value(t, 't0')}
+            {'r_inf': _spread(ctx, t, 'r_inf'), 't0': _spread(ctx, t, 't0')}
             for t in ctx.values.tests(checks('hockney'))}
 
 
 def _java_vs_native(ctx: Context, variable: str,
-                    rule: Callable[[float], tuple[bool, str]]) -> Outcome:
+                    rule: Callable[[Spread], Outcome]) -> Outcome:
     fits = _fits(ctx)
     java = {k: v for k, v in fits.items() if k[1] == 'java' and v[variable] is not None}
     if not java:
@@ -322,25 +398,27 @@ def _java_vs_native(ctx: Context, variable: str,
             out[f'{env} {bench}'] = Outcome(CANNOT_TELL, 'no Fortran or C fit to compare')
             continue
         for (nenv, nlang, _), nvalues in peers.items():
-            ok, text = rule(values[variable] / nvalues[variable])
-            out[f'{env} java vs {nenv} {nlang} {bench}'] = _verdict(ok, text)
+            r = ratio(values[variable], nvalues[variable])
+            out[f'{env} java vs {nenv} {nlang} {bench}'] = (
+                rule(r) if r is not None else Outcome(CANNOT_TELL, f'{variable} not positive'))
     return combine(out, NO_JAVA)
 
 
 def java_same_r_inf(ctx: Context) -> Outcome:
-    return _java_vs_native(ctx, 'r_inf', lambda r: (0.9 <= r <= 1.1, f'r_inf ratio {r:.2f}'))
+    return _java_vs_native(ctx, 'r_inf', lambda r: within(r, 0.9, 1.1, 'r_inf ratio'))
 
 
 def java_startup_larger(ctx: Context) -> Outcome:
-    return _java_vs_native(ctx, 't0', lambda r: (r >= 2.0, f'startup ratio {r:.2f}'))
+    return _java_vs_native(ctx, 't0', lambda r: within(r, 2.0, what='startup ratio'))
 
 
 def java_call_share(ctx: Context) -> Outcome:
     def rule(ratios):
         if 8 not in ratios:
             return Outcome(CANNOT_TELL, '8 B not measured')
-        share = 1 - 1 / ratios[8] if ratios[8] > 0 else 0.0
-        return _verdict(share >= 0.5, f'extra Java time at 8 B {share:.0%} of its latency')
+        # extra share 1 - C/Java >= 50 % <=> Java/C >= 2
+        return within(ratios[8], 2.0, what='Java/C one-way at 8 B (>= 2: the extra Java time '
+                                           'is at least half)')
     return _java_rule(ctx, rule)
 
 
@@ -350,12 +428,11 @@ def comms2_gain(ctx: Context) -> Outcome:
     for (env, lang, bench), values in fits.items():
         if bench != 'comms1':
             continue
-        two = fits.get((env, lang, 'comms2'), {}).get('r_inf')
-        one = values['r_inf']
-        if not one or not two:
+        gain = ratio(fits.get((env, lang, 'comms2'), {}).get('r_inf'), values['r_inf'])
+        if gain is None:
             out[f'{env} {lang}'] = Outcome(CANNOT_TELL, 'COMMS1 or COMMS2 r_inf missing')
             continue
-        out[f'{env} {lang}'] = _verdict(two / one >= 1.2, f'COMMS2/COMMS1 r_inf {two / one:.2f}')
+        out[f'{env} {lang}'] = within(gain, 1.2, what='COMMS2/COMMS1 r_inf')
     return combine(out, 'no Parkbench COMMS results in this session')
 
 
@@ -415,5 +492,7 @@ def judge_all(ctx: Context) -> list[dict]:
             outcome = Outcome(CANNOT_TELL, f'could not be judged: {err}')
         out.append({'id': f.id, 'seed': f.seed, 'document': DOCUMENTS[f.seed],
                     'claim': f.claim, 'rule': f.rule, 'status': outcome.status,
-                    'detail': outcome.detail})
+                    'detail': outcome.detail, 'holds_on': list(outcome.holds),
+                    'fails_on': list(outcome.fails), 'undecided_on': list(outcome.undecided),
+                    'stacks': outcome.told})
     return out

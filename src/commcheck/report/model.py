@@ -216,6 +216,27 @@ class Measurements:
         values = self.launches(test, variable)
         return finite(statistics.median(values)) if values else None
 
+    def spread(self, test: Test, variable: str) -> tuple[float, float, int] | None:
+        """(lowest, highest, launches) of a variable's finite launches, or None."""
+        values = [v for v in self.launches(test, variable) if finite(v) is not None]
+        return (min(values), max(values), len(values)) if values else None
+
+    def sweep_spread(self, test: Test, name: str) -> dict[int, tuple[float, float]]:
+        """``<name>_<size>B``: (lowest, highest launch) by size."""
+        out = {}
+        for variable in self.variables(test):
+            m = SIZE_VAR.match(variable)
+            spread = self.spread(test, variable) if m and m.group('name') == name else None
+            if spread:
+                out[int(m.group('size'))] = spread[:2]
+        return dict(sorted(out.items()))
+
+    def launch_counts(self, tests: Iterable[Test]) -> tuple[int, int]:
+        """Fewest and most launches of any variable of these tests ((0, 0) for none)."""
+        counts = [len(v) for (e, t, _), v in self._values.items()
+                  if Test(e, t) in set(tests)]
+        return (min(counts), max(counts)) if counts else (0, 0)
+
     def unit(self, test: Test, variable: str) -> str:
         return self._units.get((test.environ, test.test, variable), '')
 

@@ -158,3 +158,28 @@ def legend(ax, **kw) -> None:
     handles, _ = ax.get_legend_handles_labels()
     if handles:
         ax.legend(fontsize=7, **kw)
+
+
+def error_bars(ax, xs, ys, ranges, color, **kw) -> None:
+    """Bars from the lowest to the highest launch around each drawn median, where several
+    launches differ (``ranges``: (low, high) per point, or None)."""
+    pts = [(x, y, r) for x, y, r in zip(xs, ys, ranges)
+           if r is not None and y is not None and r[1] > r[0]]
+    if not pts:
+        return
+    ax.errorbar([x for x, _, _ in pts], [y for _, y, _ in pts],
+                yerr=[[max(y - r[0], 0.0) for _, y, r in pts],
+                      [max(r[1] - y, 0.0) for _, y, r in pts]],
+                fmt='none', ecolor=color, elinewidth=0.8, capsize=2, alpha=0.8, **kw)
+
+
+def spread_caption(counts: tuple[int, int]) -> str:
+    """What a figure's points are: the median of how many launches, and what the bars show."""
+    low, high = counts
+    if high == 0:
+        return ''
+    if high == 1:
+        return '; one launch (no spread over launches to draw)'
+    many = f'{low}-{high}' if low != high else str(high)
+    one = ' (one launch where no bar)' if low == 1 else ''
+    return f'; medians of {many} launches, bars from the lowest to the highest launch{one}'

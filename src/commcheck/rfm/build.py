@@ -13,6 +13,14 @@ The environment's ``extras['build']`` chooses the path, never the check:
   are two installs: a failed OSU install (a fetch, a mirror that is not there) is recorded in
   ``osu_error`` and fails the OSU checks only; a failed kernels install fails the fixture.
 
+Builds never run beside a measurement: on a partition whose scheduler is local (the jobs run
+on this node), the build counts against the partition's own job limit (``max_jobs``, 1 by
+default) instead of ReFrame's separate limit for local builds, so a build and a measurement
+never hold the node's cores at once; ReFrame's dependency order (every fixture before the tests
+that use it, all builds first) then starts the builds before any measurement. On a scheduler
+partition the build runs on this node (the login node) and the measurements on the partition's
+nodes, exclusive or not as the partition declares (recorded in every test's provenance).
+
 OSU programs come from the Spack view, else from a site-provided install (``extras['osu_root']``)
 or a site module that puts them on PATH (``extras['osu_module']``).
 """
@@ -22,6 +30,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 import shlex
 
 import reframe as rfm
@@ -30,6 +39,8 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 
 from commcheck import experiments, paths, spack_env
 from commcheck.site import Stack
+
+BUILD_TIME = re.compile(r'^BUILD (started|ended)=(\d+(?:\.\d+)?)', re.MULTILINE)
 
 #: Spack state directories whose first stack this ReFrame session concretized up front.
 _CONCRETIZED_FIRST: set[str] = set()
@@ -50,6 +61,21 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     #: Why OSU is not installed for this stack (Spack path), empty when it is.
     osu_error = variable(str, value='')
+
+    #: When the build job started and ended (Unix seconds, the job's own clock; 0 if unknown):
+    #: shows in the run report that builds ended before the measurements started.
+    build_started = variable(float, value=0.0)
+    build_ended = variable(float, value=0.0)
+
+    @run_after('setup')
+    def share_the_partitions_job_limit(self):
+        """A local partition's build is one of its jobs (see the module's docstring).
+
+        ReFrame created the build job in setup with the local scheduler either way; only the
+        executor's accounting reads ``build_locally`` after this point.
+        """
+        if self.current_partition.scheduler.is_local:
+            self.build_locally = False
 
     @run_after('setup')
     def choose_build_path(self):
@@ -105,6 +131,20 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             self.build_system.commands = commands
         else:
             self.postbuild_cmds = list(self.postbuild_cmds) + commands
+        self.prebuild_cmds = ['echo "BUILD started=$(date +%s.%N)"', *self.prebuild_cmds]
+        self.postbuild_cmds = [*self.postbuild_cmds, 'echo "BUILD ended=$(date +%s.%N)"']
+
+    @run_before('sanity')
+    def read_build_times(self):
+        if self.is_dry_run():
+            return
+        try:
+            with open(os.path.join(self.stagedir, str(self.build_stdout)), errors='replace') as fp:
+                found = dict(BUILD_TIME.findall(fp.read()))
+        except OSError:
+            return
+        self.build_started = float(found.get('started', 0.0))
+        self.build_ended = float(found.get('ended', 0.0))
 
     def command(self, kernel: str, lang: str) -> tuple[str, list[str], dict[str, str]]:
         """How to start a kernel in a language here: (executable, leading options, settings).

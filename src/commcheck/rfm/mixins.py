@@ -16,17 +16,38 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe import VERSION as REFRAME_VERSION
 from reframe.core.builtins import run_after, run_before, variable
-from reframe.core.exceptions import PerformanceError
+from reframe.core.exceptions import PerformanceError, SanityError
 
-from commcheck import __version__, paths, references
+from commcheck import __version__, flavours, paths, references
 from commcheck.rfm.launcher import StackLauncher
 from commcheck.rfmconfig import REQUIRED_EXTRAS
 
 AFFINITY = re.compile(r'^AFFINITY cpus=(\d+)', re.MULTILINE)
+META_LIBRARY = re.compile(r'^META .*?\bmpi="([^"]*)"', re.MULTILINE)
 #: Settings in the environment that change how an MPI library behaves: recorded with every
 #: result, so the gate can say that ``UCX_TLS`` or ``OMPI_MCA_btl`` changed with a shift.
 MPI_ENV_PREFIXES = ('UCX_', 'OMPI_MCA_', 'PRTE_MCA_', 'PMIX_MCA_', 'MPIR_CVAR_', 'MPICH_',
                     'I_MPI_', 'FI_', 'HYDRA_', 'OMP_', 'SLURM_CPU_BIND', 'CRAY_')
+
+
+def label_mismatch(environ: str, extras: dict, libraries: list[str]) -> str | None:
+    """One line naming the declared and the reported MPI library, where a launch ran with
+    another library than its environment declares (``extras['mpi_library']``), else None."""
+    declared = extras.get('mpi_library')
+    if not declared:
+        return None
+    want_flavour, want_version = declared
+    title = flavours.FLAVOURS[want_flavour].title
+    for text in libraries:
+        found = flavours.identify_library(text)
+        if found is None:
+            return (f'label mismatch: {environ} declares {title} {want_version}, but the kernel '
+                    f'reports an unknown MPI library "{text}"')
+        flavour, version = found
+        if flavour != want_flavour or not flavours.versions_agree(want_version, version):
+            return (f'label mismatch: {environ} declares {title} {want_version}, but the kernel '
+                    f'ran with {flavours.FLAVOURS[flavour].title} {version} ("{text}")')
+    return None
 
 
 def spack_lock_digest(env_dir: str | None) -> dict[str, str]:
@@ -147,6 +168,8 @@ class StackCheck(rfm.RegressionTestPlugin):
             'cores': str(part.get('cores', '')), 'scheduler': self.current_partition.scheduler
             .registered_name, 'launcher': str(part.get('launcher', '')),
             'languages': ','.join(env.get('languages', [])),
+            'node_exclusive': {True: 'yes', False: 'no'}.get(part.get('exclusive'), 'unknown'),
+            'node_exclusive_basis': str(part.get('exclusive_basis', 'not declared')),
             'reframe': REFRAME_VERSION, 'commcheck': __version__,
             'host': socket.gethostname(),
             **{f'env.{k}': v for k, v in sorted(os.environ.items())
@@ -180,6 +203,22 @@ class StackCheck(rfm.RegressionTestPlugin):
         """What the job's affinity mask allowed: recorded, and a finding if it confined the
         ranks (read before sanity, so a launcher that refuses to start says why too)."""
         self._read_affinity()
+
+    @run_before('sanity')
+    def check_label(self):
+        """Every launch ran with the MPI library its environment declares (each kernel's
+        ``META mpi=``): otherwise its figures would be stored under another stack's name."""
+        if self.is_dry_run():
+            return
+        try:
+            with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
+                libraries = META_LIBRARY.findall(fp.read())
+        except OSError:
+            return
+        problem = label_mismatch(self.current_environ.name, self.current_environ.extras,
+                                 libraries)
+        if problem:
+            raise SanityError(problem)
 
     @run_before('performance', always_last=True)
     def describe_references(self):

@@ -16,6 +16,11 @@ static const char *usage =
     "  --n N            interior points per dimension (default 480); N must be divisible\n"
     "                   by both sides of the MPI_Dims_create process grid\n"
     "  --steps T        time steps (default 100)\n"
+    "  --reps R         time the steps R times at least, each from the initial field\n"
+    "                   (default 1); RESULT time_s is the median run, time_min_s and\n"
+    "                   time_max_s the spread, reps how many ran\n"
+    "  --target-seconds S  then repeat until the runs' times add up to S seconds\n"
+    "                   (default 0; at most 1000 runs)\n"
     "  --node-size K    hybrid only: emulate nodes of K consecutive ranks (K divides the\n"
     "                   rank count; the K ranks must share memory); default: the real\n"
     "                   MPI_COMM_TYPE_SHARED node. Neighbours in the same node are read\n"
@@ -31,11 +36,11 @@ static const char *usage =
     "                   the run, so verification must fail with exit code 3\n"
     "  --help           this text\n"
     "Records: META; RESULT time_s step_us halo_share glups mem_GBps total_heat checksum\n"
-    "verify_s verified; PASS validated=<cells compared> when verified.\n";
+    "verify_s verified reps time_min_s time_max_s; PASS validated=<cells compared> when verified.\n";
 
 void parse_options(int argc, char **argv, struct options *o)
 {
-    *o = (struct options){.variant = V_SR, .n = 480, .steps = 100, .verify = 1};
+    *o = (struct options){.variant = V_SR, .n = 480, .steps = 100, .verify = 1, .reps = 1};
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (strcmp(argv[i], "--help") == 0) {
@@ -51,6 +56,10 @@ void parse_options(int argc, char **argv, struct options *o)
             o->n = (int)cc_parse_int("--n", v, 1, 1000000);
         } else if ((v = cc_optval(argc, argv, &i, "--steps"))) {
             o->steps = (int)cc_parse_int("--steps", v, 1, 1000000000);
+        } else if ((v = cc_optval(argc, argv, &i, "--reps"))) {
+            o->reps = (int)cc_parse_int("--reps", v, 1, MAX_REPS);
+        } else if ((v = cc_optval(argc, argv, &i, "--target-seconds"))) {
+            o->target_s = cc_parse_double("--target-seconds", v, 0.0, 3600.0);
         } else if ((v = cc_optval(argc, argv, &i, "--node-size"))) {
             o->node_size = (int)cc_parse_int("--node-size", v, 1, INT_MAX);
         } else if ((v = cc_optval(argc, argv, &i, "--verify"))) {

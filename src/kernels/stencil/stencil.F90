@@ -17,7 +17,7 @@ program stencil
   implicit none
 
   type(options) :: o
-  integer(int64) :: t, validated
+  integer(int64) :: validated
   logical :: use_win, too_big
   integer :: ierr, rank, nprocs, n, px, py, pi, pj, bx, by, row0, col0, cur
   integer :: shared_size, node_size
@@ -28,7 +28,9 @@ program stencil
   CC_COMM :: shared, node
   CC_WIN :: win
   CC_DATATYPE :: row
-  real(real64) :: t0, th, tloop, thalo, share, time_s, updates, sums(2), verify_s
+  real(real64) :: t0, th, thalo, share, time_s, updates, sums(2), verify_s
+  real(real64) :: times(MAX_REPS)
+  integer :: reps
 
   call cc_init()
   rank = cc_rank()
@@ -94,8 +96,6 @@ program stencil
   else
     allocate(a(0:bx + 1, 0:by + 1, 0:1))
   end if
-  call block_fill(a(:, :, 0))
-  a(:, :, 1) = 0
 
   ! A row (fixed i) is strided in Fortran's column-major storage; a column is contiguous.
   call MPI_Type_vector(by, 1, bx + 2, MPI_DOUBLE_PRECISION, row, ierr)
@@ -104,8 +104,10 @@ program stencil
   call cc_check(ierr, 'MPI_Type_commit')
 
   if (rank == 0) then
-    write(output_unit, '(a)') '# time_s = max over ranks of the timed step loop (MPI_Barrier ' // &
-      'before); step_us = time_s/steps; halo_share = max over ranks of the loop''s fraction ' // &
+    write(output_unit, '(a)') '# a run: MPI_Barrier, the steps from the initial field, timed; ' // &
+      'its time = max over ranks; runs repeat until --reps of them and --target-seconds of ' // &
+      'time; time_s = the median run (time_min_s, time_max_s: the fastest and slowest); ' // &
+      'step_us = time_s/steps; halo_share = max over ranks of the loop''s fraction ' // &
       'spent in halo exchange and window synchronisation; glups = N*N*steps/time_s/1e9; ' // &
       'mem_GBps = 16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour ' // &
       'loads assumed cached) * N*N*steps/time_s/1e9, comparable with STREAM copy''s 16 B/element; ' // &
@@ -119,47 +121,12 @@ program stencil
   end if
   call cc_print_meta('stencil', 'variant=' // o%variant // ' n=' // cc_str(n) // ' steps=' // &
     cc_str(o%steps) // ' px=' // cc_str(px) // ' py=' // cc_str(py) // ' node_size=' // &
-    cc_str(node_size) // ' verify=' // trim(merge('yes', 'no ', o%verify)))
+    cc_str(node_size) // ' verify=' // trim(merge('yes', 'no ', o%verify)) // ' min_reps=' // &
+    cc_str(o%reps) // ' target_s=' // cc_fixed(o%target_s, 3))
 
-  ! Window epochs, per step (every rank of the node in lockstep; order as in stencil.c):
-  !   1. sources into my old array (stores to my block only)
-  !   2. hybrid: Send/Recv with the neighbours in other nodes
-  !   3. shm_fence: my old array is visible to the node, and every neighbour has finished
-  !      the previous step's loads of what is now its new array
-  !   4. loads of the node neighbours' old boundaries into my ghosts
-  !   5. stencil into my new array: no one reads it before the next step's shm_fence
-  ! One fence per step suffices because this rank's stores never touch another's block.
-  cur = 0
-  thalo = 0
-  call MPI_Barrier(MPI_COMM_WORLD, ierr)
-  call cc_check(ierr, 'MPI_Barrier')
-  t0 = MPI_Wtime()
-  do t = 1, o%steps
-    call add_sources(a(:, :, cur))
-    th = MPI_Wtime()
-    select case (o%variant)
-    case ('sr', 'hybrid')
-      call exchange_sr(a(:, :, cur), bx, by, sr_nbr, pi, pj, row)
-    case ('nb')
-      call exchange_nb(a(:, :, cur), bx, by, sr_nbr, row)
-    end select
-    if (use_win) then
-      call shm_fence(win, node)
-      call halo_shm(a(:, :, cur), bx, by, peer, cur)
-    end if
-    thalo = thalo + (MPI_Wtime() - th)
-    call update(a(:, :, cur), a(:, :, 1 - cur))
-    cur = 1 - cur
-  end do
-  tloop = MPI_Wtime() - t0
-
-  share = 0
-  if (tloop > 0) share = thalo / tloop
-  time_s = tloop
-  call MPI_Allreduce(MPI_IN_PLACE, time_s, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
-  call cc_check(ierr, 'MPI_Allreduce')
-  call MPI_Allreduce(MPI_IN_PLACE, share, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
-  call cc_check(ierr, 'MPI_Allreduce')
+  call repeated_steps(times, reps, share)
+  time_s = times((reps + 1) / 2)
+  if (mod(reps, 2) == 0) time_s = (times(reps / 2) + times(reps / 2 + 1)) / 2
 
   if (o%inject .and. rank == nprocs - 1) a(bx, by, cur) = a(bx, by, cur) + 1.0e-6_real64
   sums = block_sums(a(:, :, cur))
@@ -180,7 +147,9 @@ program stencil
       cc_fixed(share, 4) // ' glups=' // cc_fixed(updates / time_s / 1.0e9_real64, 4) // &
       ' mem_GBps=' // cc_fixed(16 * updates / time_s / 1.0e9_real64, 3) // ' total_heat=' // &
       cc_g17(sums(1)) // ' checksum=' // cc_g17(sums(2)) // ' verify_s=' // &
-      cc_fixed(verify_s, 3) // ' verified=' // cc_str(merge(1, 0, o%verify))
+      cc_fixed(verify_s, 3) // ' verified=' // cc_str(merge(1, 0, o%verify)) // ' reps=' // &
+      cc_str(reps) // ' time_min_s=' // cc_fixed(times(1), 6) // ' time_max_s=' // &
+      cc_fixed(times(reps), 6)
     if (o%verify) write(output_unit, '(a)') 'PASS validated=' // cc_str(validated)
     flush(output_unit)
   end if
@@ -202,6 +171,94 @@ program stencil
   call cc_check(ierr, 'MPI_Finalize')
 
 contains
+
+  ! Window epochs, per step (every rank of the node in lockstep; order as in stencil.c):
+  !   1. sources into my old array (stores to my block only)
+  !   2. hybrid: Send/Recv with the neighbours in other nodes
+  !   3. shm_fence: my old array is visible to the node, and every neighbour has finished
+  !      the previous step's loads of what is now its new array
+  !   4. loads of the node neighbours' old boundaries into my ghosts
+  !   5. stencil into my new array: no one reads it before the next step's shm_fence
+  ! One fence per step suffices because this rank's stores never touch another's block.
+  ! One run starts from the initial field, after a barrier (every rank has finished the
+  ! previous run), and returns this rank's loop time; thalo gets its halo part, cur says
+  ! which array holds the result.
+  function timed_steps() result(tloop)
+    real(real64) :: tloop
+    integer(int64) :: t
+    call MPI_Barrier(MPI_COMM_WORLD, ierr)
+    call cc_check(ierr, 'MPI_Barrier')
+    call block_fill(a(:, :, 0))
+    a(:, :, 1) = 0
+    cur = 0
+    thalo = 0
+    call MPI_Barrier(MPI_COMM_WORLD, ierr)
+    call cc_check(ierr, 'MPI_Barrier')
+    t0 = MPI_Wtime()
+    do t = 1, o%steps
+      call add_sources(a(:, :, cur))
+      th = MPI_Wtime()
+      select case (o%variant)
+      case ('sr', 'hybrid')
+        call exchange_sr(a(:, :, cur), bx, by, sr_nbr, pi, pj, row)
+      case ('nb')
+        call exchange_nb(a(:, :, cur), bx, by, sr_nbr, row)
+      end select
+      if (use_win) then
+        call shm_fence(win, node)
+        call halo_shm(a(:, :, cur), bx, by, peer, cur)
+      end if
+      thalo = thalo + (MPI_Wtime() - th)
+      call update(a(:, :, cur), a(:, :, 1 - cur))
+      cur = 1 - cur
+    end do
+    tloop = MPI_Wtime() - t0
+  end function
+
+  ! Runs of the steps until there are o%reps of them and their times (max over ranks, the
+  ! same on every rank, so every rank stops together) add up to o%target_s; times(1:reps)
+  ! sorted; share is the largest halo share of any rank.
+  subroutine repeated_steps(times, reps, share)
+    real(real64), intent(out) :: times(:), share
+    integer, intent(out) :: reps
+    real(real64) :: tr, total, halo, loop
+    reps = 0
+    total = 0
+    halo = 0
+    loop = 0
+    do
+      tr = timed_steps()
+      halo = halo + thalo
+      loop = loop + tr
+      call MPI_Allreduce(MPI_IN_PLACE, tr, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
+      call cc_check(ierr, 'MPI_Allreduce')
+      reps = reps + 1
+      times(reps) = tr
+      total = total + tr
+      if (reps >= size(times) .or. (reps >= o%reps .and. total >= o%target_s)) exit
+    end do
+    share = 0
+    if (loop > 0) share = halo / loop
+    call MPI_Allreduce(MPI_IN_PLACE, share, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
+    call cc_check(ierr, 'MPI_Allreduce')
+    call insertion_sort(times(1:reps))
+  end subroutine
+
+  subroutine insertion_sort(x)
+    real(real64), intent(inout) :: x(:)
+    real(real64) :: v
+    integer :: i, j
+    do i = 2, size(x)
+      v = x(i)
+      j = i - 1
+      do while (j >= 1)
+        if (x(j) <= v) exit
+        x(j + 1) = x(j)
+        j = j - 1
+      end do
+      x(j + 1) = v
+    end do
+  end subroutine
 
   ! The node of the window variants: every rank sharing memory, or for hybrid --node-size K
   ! runs of K consecutive ranks split out of it (so that they really share memory).

@@ -92,6 +92,85 @@ static MPI_Comm node_comm(const struct options *o, MPI_Comm shared, int nprocs)
     return node;
 }
 
+/* Everything one timed run of the steps needs. */
+struct run {
+    const struct options *o;
+    const block_t *blk;
+    double *base;      /* the two arrays, old first */
+    size_t nd;
+    int windowed, pi, pj;
+    const int *sr_nbr;
+    MPI_Datatype column;
+    const struct shm *shm;
+};
+
+/* Sources go in before the halo exchange, so a source on a block edge reaches the
+ * neighbour in the same step, as in the sequential code: every decomposition computes
+ * bit-identical grid values. Window epochs, per step t (the node in lockstep):
+ *   1. sources into my old array (stores to my block only)
+ *   2. shm_fence: my old array (sources, and step t-1's stencil stores) is visible
+ *   3. loads of the neighbours' old boundaries into my ghosts, stencil into my new array
+ * The new array's stores of step t never meet a load: neighbours read only old arrays.
+ * Step t+1 stores into this step's old array only after its fence, which every rank
+ * reaches after finishing its step-t loads. So one fence per step suffices.
+ * One run starts from the initial field (after a barrier: every rank has finished the
+ * previous run) and returns this rank's loop time; *thalo gets its halo part, *cur which
+ * array holds the result. */
+static double timed_steps(const struct run *r, double *thalo, int *cur)
+{
+    const block_t *blk = r->blk;
+    size_t nd = r->nd;
+    enum variant v = r->o->variant;
+    CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    block_fill(blk, r->base);
+    memset(r->base + nd, 0, nd * sizeof(double));
+    *cur = 0; /* which of the two arrays is old; the same on every rank */
+    *thalo = 0.0;
+    CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t0 = MPI_Wtime();
+    for (int t = 1; t <= r->o->steps; t++) {
+        double *aold = r->base + *cur * nd, *anew = r->base + (1 - *cur) * nd;
+        add_sources(blk, aold);
+        double th = MPI_Wtime();
+        if (v == V_SR || v == V_HYBRID)
+            exchange_sr(blk, aold, r->sr_nbr, r->pi, r->pj, r->column);
+        else if (v == V_NB)
+            exchange_nb(blk, aold, r->sr_nbr, r->column);
+        if (r->windowed) {
+            double *nold[4];
+            for (int d = 0; d < 4; d++)
+                nold[d] = r->shm->nbase[d] ? r->shm->nbase[d] + *cur * nd : NULL;
+            shm_fence(r->shm);
+            halo_shm(blk, aold, nold);
+        }
+        *thalo += MPI_Wtime() - th;
+        update(blk, aold, anew);
+        *cur = 1 - *cur;
+    }
+    return MPI_Wtime() - t0;
+}
+
+/* Runs of the steps until there are o->reps of them and their times (max over ranks, the
+ * same on every rank, so every rank stops together) add up to o->target_s. Sorted times go
+ * to times[], the count is returned; *share is the largest halo share of any rank. */
+static int repeated_steps(const struct run *r, double *times, double *share, int *cur)
+{
+    int reps = 0;
+    double total = 0.0, halo = 0.0, loop = 0.0;
+    do {
+        double thalo, t = timed_steps(r, &thalo, cur);
+        halo += thalo;
+        loop += t;
+        CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        times[reps++] = t;
+        total += t;
+    } while (reps < MAX_REPS && (reps < r->o->reps || total < r->o->target_s));
+    *share = loop > 0.0 ? halo / loop : 0.0;
+    CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, share, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    qsort(times, (size_t)reps, sizeof(double), cc_compare_doubles);
+    return reps;
+}
+
 int main(int argc, char **argv)
 {
     cc_init(&argc, &argv);
@@ -155,15 +234,14 @@ int main(int argc, char **argv)
     } else {
         base = cc_malloc(2 * nd * sizeof(double), "the grid");
     }
-    block_fill(&blk, base);
-    memset(base + nd, 0, nd * sizeof(double));
-
     MPI_Datatype column;
     CC_CHECK(MPI_Type_vector(blk.bx, 1, blk.ld, MPI_DOUBLE, &column));
     CC_CHECK(MPI_Type_commit(&column));
 
     if (rank == 0) {
-        printf("# time_s = max over ranks of the timed step loop (MPI_Barrier before); step_us = "
+        printf("# a run: MPI_Barrier, the steps from the initial field, timed; its time = max over "
+               "ranks; runs repeat until --reps of them and --target-seconds of time; time_s = "
+               "the median run (time_min_s, time_max_s: the fastest and slowest); step_us = "
                "time_s/steps; halo_share = max over ranks of the loop's fraction spent in halo "
                "exchange and window synchronisation; glups = N*N*steps/time_s/1e9; mem_GBps = "
                "16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour loads "
@@ -172,47 +250,16 @@ int main(int argc, char **argv)
                "every block and compare every cell (after the loop, not in time_s)\n");
         fflush(stdout);
     }
-    cc_print_meta("stencil", "variant=%s n=%d steps=%d px=%d py=%d node_size=%d verify=%s",
-                  variant_name[o.variant], n, steps, px, py, node_size, o.verify ? "yes" : "no");
+    cc_print_meta("stencil", "variant=%s n=%d steps=%d px=%d py=%d node_size=%d verify=%s "
+                  "min_reps=%d target_s=%g", variant_name[o.variant], n, steps, px, py, node_size,
+                  o.verify ? "yes" : "no", o.reps, o.target_s);
 
-    /* Sources go in before the halo exchange, so a source on a block edge reaches the
-     * neighbour in the same step, as in the sequential code: every decomposition computes
-     * bit-identical grid values. Window epochs, per step t (the node in lockstep):
-     *   1. sources into my old array (stores to my block only)
-     *   2. shm_fence: my old array (sources, and step t-1's stencil stores) is visible
-     *   3. loads of the neighbours' old boundaries into my ghosts, stencil into my new array
-     * The new array's stores of step t never meet a load: neighbours read only old arrays.
-     * Step t+1 stores into this step's old array only after its fence, which every rank
-     * reaches after finishing its step-t loads. So one fence per step suffices. */
-    int cur = 0; /* which of the two arrays is old; the same on every rank */
-    double thalo = 0.0;
-    CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    double t0 = MPI_Wtime();
-    for (int t = 1; t <= steps; t++) {
-        double *aold = base + cur * nd, *anew = base + (1 - cur) * nd;
-        add_sources(&blk, aold);
-        double th = MPI_Wtime();
-        if (o.variant == V_SR || o.variant == V_HYBRID)
-            exchange_sr(&blk, aold, sr_nbr, pi, pj, column);
-        else if (o.variant == V_NB)
-            exchange_nb(&blk, aold, sr_nbr, column);
-        if (windowed) {
-            double *nold[4];
-            for (int d = 0; d < 4; d++)
-                nold[d] = shm.nbase[d] ? shm.nbase[d] + cur * nd : NULL;
-            shm_fence(&shm);
-            halo_shm(&blk, aold, nold);
-        }
-        thalo += MPI_Wtime() - th;
-        update(&blk, aold, anew);
-        cur = 1 - cur;
-    }
-    double tloop = MPI_Wtime() - t0;
+    struct run run = {.o = &o, .blk = &blk, .base = base, .nd = nd, .windowed = windowed,
+                      .pi = pi, .pj = pj, .sr_nbr = sr_nbr, .column = column, .shm = &shm};
+    double *times = cc_malloc(MAX_REPS * sizeof(double), "the run times"), share;
+    int cur, reps = repeated_steps(&run, times, &share, &cur);
+    double time_s = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2.0;
     double *result = base + cur * nd;
-
-    double share = tloop > 0.0 ? thalo / tloop : 0.0, time_s = tloop;
-    CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, &time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
 
     if (o.inject && rank == nprocs - 1)
         AT(&blk, result, blk.bx, blk.by) += 1e-6;
@@ -231,14 +278,17 @@ int main(int argc, char **argv)
     if (rank == 0) {
         double updates = (double)n * n * steps;
         printf("RESULT time_s=%.6f step_us=%.3f halo_share=%.4f glups=%.4f mem_GBps=%.3f "
-               "total_heat=%.17g checksum=%.17g verify_s=%.3f verified=%d\n",
+               "total_heat=%.17g checksum=%.17g verify_s=%.3f verified=%d reps=%d "
+               "time_min_s=%.6f time_max_s=%.6f\n",
                time_s, time_s / steps * 1e6, share, updates / time_s / 1e9,
-               16.0 * updates / time_s / 1e9, sums[0], sums[1], verify_s, o.verify);
+               16.0 * updates / time_s / 1e9, sums[0], sums[1], verify_s, o.verify, reps,
+               times[0], times[reps - 1]);
         if (o.verify)
             printf("PASS validated=%lld\n", validated);
         fflush(stdout);
     }
 
+    free(times);
     CC_CHECK(MPI_Type_free(&column));
     if (windowed)
         shm_free(&shm);

@@ -12,7 +12,12 @@ extern const char *const variant_name[V_COUNT];
 struct options {
     enum variant variant;
     int n, steps, node_size, verify, inject;
+    int reps;              /* at least this many timed runs of the steps */
+    double target_s;       /* and more until their times add up to this */
 };
+
+/* Timed runs of the steps are repeated up to this many times at most. */
+#define MAX_REPS 1000
 
 /* options.c: the command line (see its usage text); exits 2 on bad input. */
 void parse_options(int argc, char **argv, struct options *o);

@@ -1,16 +1,21 @@
 ! The command line of stencil-f.
 module stencil_options
-  use, intrinsic :: iso_fortran_env, only: output_unit, int64
+  use, intrinsic :: iso_fortran_env, only: output_unit, int64, real64
   use cc_util
   implicit none
   private
-  public :: options, parse_options
+  public :: options, parse_options, MAX_REPS
+
+  !> Timed runs of the steps are repeated up to this many times at most.
+  integer, parameter :: MAX_REPS = 1000
 
   type options
     character(len=:), allocatable :: variant
     integer :: n = 480, node_size = 0
     integer(int64) :: steps = 100
     logical :: verify = .true., inject = .false.
+    integer :: reps = 1                  ! at least this many timed runs of the steps
+    real(real64) :: target_s = 0         ! and more until their times add up to this
   end type
 
 contains
@@ -38,6 +43,10 @@ contains
         o%n = int(cc_parse_int('--n', cc_next_value(i), 1_int64, 1000000_int64))
       case ('--steps')
         o%steps = cc_parse_int('--steps', cc_next_value(i), 1_int64, 1000000000_int64)
+      case ('--reps')
+        o%reps = int(cc_parse_int('--reps', cc_next_value(i), 1_int64, int(MAX_REPS, int64)))
+      case ('--target-seconds')
+        o%target_s = parse_seconds('--target-seconds', cc_next_value(i))
       case ('--node-size')
         o%node_size = int(cc_parse_int('--node-size', cc_next_value(i), 1_int64, &
                                        int(huge(0), int64)))
@@ -61,6 +70,18 @@ contains
       call cc_usage_error('--node-size applies to --variant hybrid only')
   end subroutine
 
+  function parse_seconds(opt, text) result(v)
+    character(len=*), intent(in) :: opt, text
+    real(real64) :: v
+    integer :: ios
+    v = -1
+    ios = 1
+    if (verify(text, '0123456789.eE+-') == 0) read(text, *, iostat=ios) v
+    if (ios /= 0) call cc_usage_error(opt // ": '" // text // "' is not a number")
+    if (.not. (v >= 0 .and. v <= 3600)) &
+      call cc_usage_error(opt // ': ' // text // ' is out of range [0, 3600]')
+  end function
+
   subroutine print_usage()
     write(output_unit, '(a)') 'usage: stencil-f [options]', &
       '  2-D 5-point heat stencil on an N x N grid: a pseudo-random initial field in [1, 2),', &
@@ -75,6 +96,11 @@ contains
       '  --n N            interior points per dimension (default 480); N must be divisible', &
       '                   by both sides of the MPI_Dims_create process grid', &
       '  --steps T        time steps (default 100)', &
+      '  --reps R         time the steps R times at least, each from the initial field', &
+      '                   (default 1); RESULT time_s is the median run, time_min_s and', &
+      '                   time_max_s the spread, reps how many ran', &
+      '  --target-seconds S  then repeat until the runs'' times add up to S seconds', &
+      '                   (default 0; at most 1000 runs)', &
       '  --node-size K    hybrid only: emulate nodes of K consecutive ranks (K divides the', &
       '                   rank count; the K ranks must share memory); default: the real', &
       '                   MPI_COMM_TYPE_SHARED node', &
@@ -88,7 +114,8 @@ contains
       '                   the run, so verification must fail with exit code 3', &
       '  --help           this text', &
       'Records: META; RESULT time_s step_us halo_share glups mem_GBps total_heat checksum', &
-      'verify_s verified; PASS validated=<cells compared> when verified.'
+      'verify_s verified reps time_min_s time_max_s; PASS validated=<cells compared> when', &
+      'verified.'
   end subroutine
 
 end module stencil_options

@@ -7,7 +7,7 @@ import numpy as np
 
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks
-from commcheck.report.plots import Painter
+from commcheck.report.plots import Painter, error_bars, spread_caption
 from commcheck.report.sections.p2p import stack_label
 
 VARIABLES = ('r_inf', 't0', 'r_inf_contig', 't0_contig', 'slowdown', 'osu_diff')
@@ -19,6 +19,8 @@ def rows_of(ctx: Context) -> list[dict]:
         row = {'environ': t.environ, 'lang': t.param('lang'), 'label': stack_label(t),
                'element': t.param('element'), 'mode': t.param('mode')}
         row.update({v: ctx.values.value(t, v) for v in VARIABLES})
+        spread = ctx.values.spread(t, 'slowdown')
+        row['slowdown_spread'] = list(spread[:2]) if spread else None
         rows.append(row)
     return rows
 
@@ -46,6 +48,8 @@ def _plot(p: Painter, rows: list[dict]):
             ax.bar(xs, ys, width * 0.92, color=p.color(env), label=label,
                    hatch='//' if next(iter(mine.values()))['lang'] not in ('', 'c') else None,
                    edgecolor='white', linewidth=0.4)
+            error_bars(ax, xs, ys, [mine[m]['slowdown_spread'] for m in modes if m in mine],
+                       'black')
         ax.axhline(1.0, color='black', lw=0.7)
         ax.set_xticks(np.arange(len(modes)), modes)
         ax.set_title(f'{element}', fontsize=10)
@@ -63,6 +67,8 @@ def build(ctx: Context) -> Section:
     rows = rows_of(ctx)
     plots = []
     if any(r['slowdown'] is not None for r in rows):
+        caption = spread_caption(ctx.values.launch_counts(ctx.values.tests(checks('datatypes'))))
         plots.append(ctx.plots.draw(_plot, 'datatypes', 'Slowdown of each derived-datatype mode '
-                                    'against contiguous, per element type and stack', rows))
+                                    'against contiguous, per element type and stack' + caption,
+                                    rows))
     return Section({'rows': rows}, 'datatypes.html.j2', plots)

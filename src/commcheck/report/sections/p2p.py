@@ -9,7 +9,7 @@ import numpy as np
 from commcheck import experiments, hockney, seeds
 from commcheck.report.context import Context, Section
 from commcheck.report.model import Test, checks
-from commcheck.report.plots import Painter, legend, log_sizes
+from commcheck.report.plots import Painter, error_bars, legend, log_sizes, spread_caption
 from commcheck.report.render import num
 
 FIT_VARIABLES = ('r_inf', 'n_half', 't0', 'fit_rms_rel', 'breakpoint')
@@ -33,6 +33,8 @@ def _curves(ctx: Context) -> list[dict]:
                     'latency_us': ctx.values.sweep(t, 'latency'),
                     'bw_MBps': ctx.values.sweep(t, 'bw'),
                     'bibw_MBps': ctx.values.sweep(t, 'bibw'),
+                    'spread': {'latency_us': ctx.values.sweep_spread(t, 'latency'),
+                               'bw_MBps': ctx.values.sweep_spread(t, 'bw')},
                     'key': {v: ctx.values.value(t, v) for v in experiments.key_variables(t.check)}})
     peers: dict[tuple, dict] = {}
     for t in ctx.values.tests(checks('p2p', peer=True)):
@@ -66,6 +68,9 @@ def _plot_sweeps(p: Painter, curves: list[dict]):
                 ax.plot(sizes, values, color=p.color(c['environ']),
                         linestyle=p.style(c['lang']), marker='o', ms=2.5, lw=1.3,
                         label=c['label'])
+                spread = c.get('spread', {}).get(field, {})
+                error_bars(ax, sizes, values, [spread.get(n) for n in sizes],
+                           p.color(c['environ']))
         log_sizes(ax)
         ax.set_ylabel(ylabel)
         legend(ax, ncols=2 if len(curves) > 6 else 1)
@@ -77,17 +82,27 @@ def _fit_rows(ctx: Context) -> list[dict]:
     for t in ctx.values.tests(checks('hockney')):
         row = {'environ': t.environ, 'lang': t.param('lang'), 'benchmark': t.param('benchmark'),
                'label': stack_label(t), 'oversubscribed': ctx.values.oversubscribed(t)}
-        row.update({v: ctx.values.value(t, v) for v in FIT_VARIABLES})
+        row.update(physical_fit({v: ctx.values.value(t, v) for v in FIT_VARIABLES}))
         for part in ('small', 'large'):
-            row[part] = {v: ctx.values.value(t, f'{v}_{part}') for v in SEGMENT_VARIABLES}
+            row[part] = physical_fit({v: ctx.values.value(t, f'{v}_{part}')
+                                   for v in SEGMENT_VARIABLES})
         rows.append(row)
     return sorted(rows, key=lambda r: (r['benchmark'], ctx.environments.index(r['environ'])
                                        if r['environ'] in ctx.environments else 99, r['lang']))
 
 
+def physical_fit(values: dict) -> dict:
+    """A stored fit with t0 < 0 or r_inf <= 0 (sessions before fits were refused) is shown as
+    not measured, never as a value."""
+    r_inf, t0 = values.get('r_inf'), values.get('t0')
+    if (r_inf is not None and r_inf <= 0) or (t0 is not None and t0 < 0):
+        return {k: None for k in values}
+    return values
+
+
 def _segment(part: dict) -> hockney.Segment | None:
     r_inf, t0 = part.get('r_inf'), part.get('t0')
-    if r_inf is None or t0 is None or r_inf <= 0:
+    if r_inf is None or t0 is None or r_inf <= 0 or t0 < 0:
         return None
     return hockney.Segment(lo_bytes=1, hi_bytes=1, r_inf_MBps=r_inf, n_half_bytes=t0 * r_inf,
                            t0_us=t0, r2=1.0, rms_rel=0.0, npoints=0)
@@ -203,8 +218,10 @@ def build(ctx: Context) -> Section:
     fits = _fit_rows(ctx)
     plots = []
     if any(c['latency_us'] or c['bw_MBps'] for c in curves):
+        counts = ctx.values.launch_counts(ctx.values.tests(checks('p2p', peer=False)))
         plots.append(ctx.plots.draw(_plot_sweeps, 'sweeps', 'Latency and bandwidth against '
-                                    'message size, per stack and language', curves))
+                                    'message size, per stack and language' +
+                                    spread_caption(counts), curves))
     if any(curve_of(r) for r in fits):
         plots.append(ctx.plots.draw(_plot_fits, 'hockney', 'Hockney fits per stack drawn over '
                                     'the measured one-way times', fits, curves))

@@ -8,19 +8,34 @@ from commcheck.report import findings
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks
 from commcheck.report.sections import datatypes, stencil
-from commcheck.report.sections.p2p import stack_label
+from commcheck.report.render import num
+from commcheck.report.sections.p2p import physical_fit, stack_label
 
 #: The published tables name Fortran 77 'f77'; today's Fortran kernels are 'fortran'.
 PUBLISHED_LANG = {'f77': 'Fortran 77', 'java': 'Java'}
 
 
+def interval(ctx: Context, test, variable: str, scale: float = 1.0) -> str:
+    """Today's value's interval over launches, to print beside the median: `` [lo-hi]``, or
+    `` (one launch)``; empty where nothing was measured."""
+    spread = ctx.values.spread(test, variable)
+    if spread is None:
+        return ''
+    lo, hi, launches = spread
+    if launches == 1:
+        return ' (one launch)'
+    return f' [{num(lo * scale)}-{num(hi * scale)}]'
+
+
 def _seed001(ctx: Context) -> dict:
-    stacks = [(stack_label(t), ctx.values.sweep(t, 'latency'))
-              for t in ctx.values.tests(checks('p2p', peer=False))]
-    return {'stacks': [label for label, _ in stacks],
+    tests = ctx.values.tests(checks('p2p', peer=False))
+    stacks = [(stack_label(t), ctx.values.sweep(t, 'latency'), t) for t in tests]
+    return {'stacks': [label for label, _, _ in stacks],
             'rows': [{'size': size, 'published': rtt,
                       'today': [2 * sweep[size] if size in sweep else None
-                                for _, sweep in stacks]}
+                                for _, sweep, _ in stacks],
+                      'ranges': [interval(ctx, t, f'latency_{size}B', 2.0)
+                                 for _, _, t in stacks]}
                      for size, rtt in seeds.SEED001_RTT_US.items()]}
 
 
@@ -33,7 +48,9 @@ def _seed003_hockney(ctx: Context) -> list[dict]:
                              'published': True, **v})
         for t in ctx.values.tests(checks('hockney'), benchmark=bench):
             rows.append({'benchmark': bench, 'source': stack_label(t), 'published': False,
-                         **{k: ctx.values.value(t, k) for k in ('r_inf', 'n_half', 't0')}})
+                         **physical_fit({k: ctx.values.value(t, k)
+                                         for k in ('r_inf', 'n_half', 't0')}),
+                         'ranges': {k: interval(ctx, t, k) for k in ('r_inf', 'n_half', 't0')}})
     return rows
 
 
@@ -89,12 +106,15 @@ def _seed002_times(ctx: Context) -> list[dict]:
 def _seed002_pointers(ctx: Context) -> list[dict]:
     today = stencil.pointer_rows(ctx)
     rows = []
+    tests = {(t.environ, t.param('variant')): t for t in ctx.values.tests(checks('pointers'))}
     for variant, phases in seeds.SEED002_POINTER_S.items():
         rows.append({'variant': variant, 'source': 'published', 'published': True, **phases})
         for r in today:
             if r['variant'] == variant:
+                t = tests[(r['environ'], variant)]
                 rows.append({'variant': variant, 'source': r['environ'], 'published': False,
-                             **{p: r[p] for p in stencil.PHASES}})
+                             **{p: r[p] for p in stencil.PHASES},
+                             'ranges': {p: interval(ctx, t, p) for p in stencil.PHASES}})
     return rows
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks, text
-from commcheck.report.plots import Painter
+from commcheck.report.plots import Painter, error_bars, spread_caption
 
 VARIABLES = ('time', 'speedup', 'efficiency', 'bw_fraction', 'glups', 'stream_copy',
              'halo_share')
@@ -37,6 +37,9 @@ def rows_of(ctx: Context) -> list[dict]:
         row = {'environ': t.environ, 'lang': t.param('lang'), 'variant': t.param('variant'),
                'ranks': int(ranks), 'oversubscribed': ctx.values.oversubscribed(t)}
         row.update({v: ctx.values.value(t, v) for v in VARIABLES})
+        row['spread'] = {v: (ctx.values.spread(t, v) or (None, None, 0))[:2]
+                         for v, _ in PANELS}
+        row['launches'] = (ctx.values.spread(t, 'time') or (0, 0, 0))[2]
         rows.append(row)
     order = {e: i for i, e in enumerate(ctx.environments)}
     variants = {v: i for i, v in enumerate(dict.fromkeys(r['variant'] for r in rows))}
@@ -67,6 +70,9 @@ def _plot(p: Painter, rows: list[dict], lang: str):
                 over = [r for r in pts if r['oversubscribed']]
                 ax.plot([r['ranks'] for r in normal], [r[var] for r in normal], '-o', ms=4,
                         color=color, label=env)
+                error_bars(ax, [r['ranks'] for r in pts], [r[var] for r in pts],
+                           [r['spread'][var] if r['spread'][var][0] is not None else None
+                            for r in pts], color)
                 if over:
                     joined = normal[-1:] + over
                     ax.plot([r['ranks'] for r in joined], [r[var] for r in joined], ':',
@@ -105,6 +111,7 @@ def pointer_rows(ctx: Context) -> list[dict]:
     for t in ctx.values.tests(checks('pointers')):
         row = {'environ': t.environ, 'variant': t.param('variant')}
         row.update({p: ctx.values.value(t, p) for p in PHASES})
+        row['spread'] = {p: (ctx.values.spread(t, p) or (None, None, 0))[:2] for p in PHASES}
         rows.append(row)
     return rows
 
@@ -126,6 +133,9 @@ def _plot_pointers(p: Painter, rows: list[dict]):
                   if mine.get(v) is not None]
             ys = [mine[v] for v in variants if mine.get(v) is not None]
             ax.bar(xs, ys, width * 0.92, color=p.color(env), label=env)
+            spreads = {r['variant']: r['spread'][phase] for r in drawn if r['environ'] == env}
+            error_bars(ax, xs, ys, [spreads[v] if spreads[v][0] is not None else None
+                                    for v in variants if mine.get(v) is not None], 'black')
         ax.set_xticks(range(len(variants)), variants)
         ax.set_title(phase, fontsize=10)
         ax.set_ylabel('seconds')
@@ -138,17 +148,22 @@ def build(ctx: Context) -> Section:
     rows = rows_of(ctx)
     langs = list(dict.fromkeys(r['lang'] for r in rows))
     pointers = pointer_rows(ctx)
+    caption = spread_caption(ctx.values.launch_counts(ctx.values.tests(checks('stencil'))))
     plots = [ctx.plots.draw(_plot, f'stencil-{lang}', f'Stencil ({lang}): time, speedup (against '
                             f'the ideal line) and fraction of the memory bound per variant and '
-                            f'rank count', rows, lang) for lang in langs]
+                            f'rank count' + caption, rows, lang) for lang in langs]
     if pointers:
+        caption = spread_caption(ctx.values.launch_counts(ctx.values.tests(checks('pointers'))))
         plots.append(ctx.plots.draw(_plot_pointers, 'pointers', 'Fortran pointer study: read, '
-                                    'write and total time per variant and stack', pointers))
+                                    'write and total time per variant and stack (each launch '
+                                    'the median of its runs)' + caption, pointers))
     over = sorted({(r['environ'], r['ranks']) for r in rows if r['oversubscribed']})
     cores = sorted({text(c.provenance.get('cores')) for c in ctx.cases
                     if c.check in checks('stencil') and c.provenance.get('cores')})
+    bounds = sorted({c.raw['bound'] for c in ctx.cases if c.check in checks('stencil') and
+                     not c.fixture and isinstance(c.raw.get('bound'), str) and c.raw['bound']})
     return Section({
-        'rows': rows, 'languages': langs, 'grid': grid(ctx, checks('stencil')),
+        'rows': rows, 'languages': langs, 'grid': grid(ctx, checks('stencil')), 'bounds': bounds,
         'oversubscribed': [{'environ': e, 'ranks': n} for e, n in over],
         'pointers': pointers, 'pointer_grid': grid(ctx, checks('pointers')), 'cores': cores},
         'stencil.html.j2', plots)
