@@ -117,19 +117,27 @@ def protect_results_db(path: Path) -> list[str]:
 
 
 def index_damage(path: Path) -> str | None:
-    """What is wrong with commcheck's history index (:mod:`commcheck.sample_index`), or None."""
-    why = results_db_damage(path)
-    if why and 'no sessions table' in why:
-        return None                     # an empty or foreign-format index is rebuilt, not moved
-    if why is None and path.exists():
+    """What is wrong with commcheck's history index (:mod:`commcheck.sample_index`), or None.
+    Only damage counts: an empty index, or one of another format, is rebuilt, not moved."""
+    if not path.exists():
+        return None
+    if not path.is_file():
+        return 'not a file'
+    try:
         conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
         try:
-            conn.execute('SELECT count(*) FROM samples').fetchone()
-        except sqlite3.Error as err:
-            return f'damaged ({err})'
+            check = conn.execute('PRAGMA quick_check').fetchone()
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master "
+                                                 "WHERE type='table'")}
+            if 'samples' in tables:
+                conn.execute('SELECT count(*) FROM samples').fetchone()
         finally:
             conn.close()
-    return why
+    except sqlite3.Error as err:
+        return f'not a readable SQLite database ({err})'
+    if not check or check[0] != 'ok':
+        return f'damaged ({check[0] if check else "no answer to quick_check"})'
+    return None
 
 
 def protect(perflog_dir: Path, results_db: Path) -> list[str]:

@@ -172,6 +172,8 @@ def bad_values(action, world: Path) -> list[tuple[str, bool]]:
         out += [(str(kind.low - 1), False), ('-3', False), ('abc', False), ('1.5', False)]
         if kind.high is not None:
             out.append((str(kind.high + 1), False))
+    elif getattr(kind, '__name__', '') == 'list of whole numbers':
+        out += [('0', False), ('30,abc', False), ('30,,120', False), ('', False)]
     if action.choices and not isinstance(action, argparse._SubParsersAction):
         out.append(('bogus', False))
     key = action.option_strings[-1] if action.option_strings else action.dest

@@ -160,7 +160,7 @@ def test_an_index_of_another_format_is_rebuilt(tmp_path, report):
         assert_index_is_full_read(index, db)
     finally:
         index.close()
-    assert any('another format' in w for w in warned)
+    assert any("another format" in w for w in warned), warned
 
 
 def test_a_killed_build_leaves_a_consistent_index(tmp_path, report, monkeypatch):
