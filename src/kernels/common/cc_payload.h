@@ -8,11 +8,13 @@
 #define CC_PAYLOAD_H
 
 #include "cc_util.h"
+#include "cc_floor.h"
 
 /* What the command line asks for (see the programs' --help). */
 struct cc_sweep {
     size_t *sizes, max; /* message sizes in bytes, in the given order; the largest */
     int nsizes, inject, batches;
+    int floor;          /* --floor: CC_FLOOR_YES, CC_FLOOR_NO or CC_FLOOR_TCP (cc_floor.h) */
     long long iters, warmup;
 };
 
@@ -22,7 +24,7 @@ static inline void cc_sweep_args(int argc, char **argv, const char *kernel, cons
 {
     const char *sizes_text = "1:1048576", *v;
     long long batches = 0;
-    *sw = (struct cc_sweep){.iters = 1000, .warmup = 100};
+    *sw = (struct cc_sweep){.iters = 1000, .warmup = 100, .floor = CC_FLOOR_YES};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0)
             cc_help(usage);
@@ -34,6 +36,8 @@ static inline void cc_sweep_args(int argc, char **argv, const char *kernel, cons
             sw->warmup = cc_parse_int("--warmup", v, 0, 1000000000);
         else if ((v = cc_optval(argc, argv, &i, "--batches")))
             batches = cc_parse_int("--batches", v, 1, 1000000000);
+        else if ((v = cc_optval(argc, argv, &i, "--floor")))
+            sw->floor = cc_floor_mode(v);
         else if (strcmp(argv[i], "--inject-error") == 0)
             sw->inject = 1;
         else

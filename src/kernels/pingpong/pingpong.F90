@@ -7,7 +7,9 @@ program pingpong
   use, intrinsic :: iso_fortran_env, only: output_unit, int8, int64, real64
   use cc_util
   use cc_payload
+  use, intrinsic :: iso_c_binding, only: c_ptr
   implicit none
+  type(c_ptr) :: hw_floor
   type(cc_sweep) :: sw
   integer(int8), allocatable :: sbuf(:), rbuf(:)
   integer(int64) :: nbytes, it, first, validated, total
@@ -35,6 +37,7 @@ program pingpong
                      cc_str(sw%warmup) // ' batches=' // cc_str(sw%batches) // ' sizes=' // &
                      cc_str(size(sw%sizes)))
 
+  hw_floor = cc_floor_open(sw)
   validated = 0
   do k = 1, size(sw%sizes)
     nbytes = sw%sizes(k)
@@ -59,6 +62,7 @@ program pingpong
     ! The middle byte lies outside the stamps, so only the whole-payload check sees it.
     if (sw%inject .and. rank == 0 .and. k == 1) rbuf(nbytes / 2) = not(rbuf(nbytes / 2))
     call check(nbytes, sw%iters - 1, .true.)
+    call cc_floor_at(hw_floor, sw, nbytes)
     validated = validated + sw%warmup + sw%iters
     if (rank == 0) then
       oneway_us = rtt_us / 2
@@ -70,6 +74,7 @@ program pingpong
     end if
   end do
 
+  call cc_floor_close(hw_floor)
   call MPI_Reduce(validated, total, 1, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   call cc_check(ierr, 'MPI_Reduce')
   if (rank == 0) write(output_unit, '(a)') 'PASS validated=' // cc_str(total)
@@ -125,6 +130,10 @@ contains
       '  --warmup N      untimed round trips per size before timing (default 100)', &
       '  --batches B     split the timed round trips into B batches, each timed on its own', &
       '                  (default 10, or N if --iters N is smaller; at most --iters)', &
+      '  --floor yes|no|tcp  measure the hardware floor (same ranks, same cores, no MPI)', &
+      '                  right after the MPI timing of the smallest and largest sizes, 8 B,', &
+      '                  1 KiB and 1 MiB: shared memory on one node, TCP between nodes;', &
+      '                  tcp forces TCP on one node (default yes; FLOOR records)', &
       '  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)', &
       '  --help          print this text'
   end subroutine
