@@ -136,3 +136,12 @@ def main(args) -> int:
                   f'sizes); launches per side for >= 95 % power with no false alarm: '
                   f'{needed or "more than " + str(PER_SIDE[-1])}')
     return 0
+
+
+def bh_adjust(pvalues: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1): the old rule."""
+    import numpy as np
+    from scipy import stats
+    if not pvalues:
+        return []
+    return list(stats.false_discovery_control(np.asarray(pvalues, dtype=float), method='bh'))

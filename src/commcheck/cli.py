@@ -52,6 +52,16 @@ def fraction(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number') from None
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'{value} must be a positive number')
+    return value
+
+
 def date(text: str) -> float:
     try:
         return datetime.datetime.fromisoformat(text).timestamp()
@@ -329,11 +339,12 @@ def parser() -> argparse.ArgumentParser:
     base = sub.add_parser('baseline', help='write references from stored launches')
     _selection(base, 'baseline from this')
     base.add_argument('--system', help='the system to baseline (default: the only one)')
-    # Defaults: commcheck.baseline.Policy (5, 0.2).
+    # Defaults: commcheck.baseline.Policy (5, 1.0).
     base.add_argument('--min-samples', type=positive_int,
                       help='launches a variable needs (default 5)')
-    base.add_argument('--floor', type=fraction,
-                      help='narrowest one-launch reference bound, a fraction (default 0.2)')
+    base.add_argument('--floor', type=positive_number,
+                      help="narrowest bound of ReFrame's one-launch reference, a slowdown "
+                           'factor minus 1 (default 1.0: twice as slow; gross breakage only)')
     base.add_argument('--all', action='store_true', help='every variable, not only key ones')
     base.add_argument('--refs', type=output_dir, help='reference directory (default: '
                                                       'RFM_REFERENCE_PREFIX or config/references)')
@@ -350,13 +361,17 @@ def parser() -> argparse.ArgumentParser:
     comp.add_argument('--environ', metavar='OLD', help='compare two environments of the '
                                                        'session(s): OLD ...')
     comp.add_argument('--against', metavar='NEW', help='... against NEW')
-    # Defaults: commcheck.gate.Settings (0.20, 0.05, 5).
+    # Defaults: commcheck.gate.Settings (derived from the data, 0.05, 3).
     comp.add_argument('--min-effect', type=fraction,
-                      help='smallest change that can flag (default 0.20)')
+                      help='smallest change that can flag (default: derived from the '
+                           "baseline's spread, at least 5 %%)")
     comp.add_argument('--alpha', type=fraction,
-                      help='false discovery rate over the variables (default 0.05)')
+                      help='family-wise false-alarm rate over the variables (default 0.05)')
     comp.add_argument('--min-samples', type=positive_int,
-                      help='launches a side below which nothing is decided (default 5)')
+                      help='launches a side below which nothing is computed (default 3)')
+    comp.add_argument('--fail-on-machine-change', action='store_true',
+                      help='exit 1 when the hardware floor moved too (a site that wants to '
+                           'catch a bad node)')
     comp.add_argument('--all', action='store_true', help='every variable, not only key ones')
     comp.add_argument('--json', type=Path, help='write the comparison here (default: '
                                                 'reports/gate/<session>.json)')
