@@ -101,7 +101,18 @@ def reframe_executable() -> str:
 
 def reframe_command(extra: list[str]) -> list[str]:
     return [reframe_executable(), '-C', str(paths.CONFIG_DIR / 'site.py'),
-            '-c', str(paths.CHECKS_DIR), '-r', *extra]
+            '-c', str(paths.CHECKS_DIR), '-r', *interleaved(extra)]
+
+
+def interleaved(extra: list[str]) -> list[str]:
+    """With ``--repeat N``, ``--exec-order random`` unless an order is given: ReFrame runs the
+    N repeats of one test back to back otherwise, so a change of the machine's regime in the
+    middle of a session would hit one test's launches and not another's; in random order the
+    launches of all tests (and stacks) compared together are interleaved in time."""
+    given = ' '.join(extra)
+    if '--repeat' not in given or '--exec-order' in given:
+        return extra
+    return [*extra, '--exec-order', 'random']
 
 
 def run_reframe(cmd: list[str], env: dict) -> tuple[int, list[str]]:
@@ -331,8 +342,20 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument('what', nargs='?', choices=('pingpong', 'gate'), default='pingpong')
     bench.add_argument('--iters', type=positive_int, default=20000,
                        help='round trips per launch (pingpong)')
-    bench.add_argument('--launches', type=positive_int, default=40,
-                       help='clean launches per stack (gate)')
+    bench.add_argument('--launches', type=positive_int, default=12,
+                       help='launches per stack in each session (gate)')
+    bench.add_argument('--sessions', type=positive_int, default=24,
+                       help='clean sessions, the first 3 the first baseline (gate)')
+    bench.add_argument('--slowed', type=int, default=4, choices=range(0, 100), metavar='N',
+                       help='sessions with both cores shared with busy loops (gate)')
+    bench.add_argument('--degraded', type=int, default=4, choices=range(0, 100), metavar='N',
+                       help='sessions with Open MPI off shared memory (gate)')
+    bench.add_argument('--ucx', action='store_true',
+                       help="degraded sessions also put MPICH's UCX on TCP (gate)")
+    bench.add_argument('--gap', type=positive_number, default=180.0,
+                       help='seconds between sessions (gate)')
+    bench.add_argument('--json', type=Path, help='where the launches go (gate; default '
+                                                 'reports/bench/gate-<time>.json)')
     bench.add_argument('--stack', help='one stack (default: the Debian MPICH and Open MPI)')
     bench.set_defaults(func=cmd_bench)
 
