@@ -313,3 +313,63 @@ def test_reference_files_are_validated_with_file_and_line(tmp_path, text, words)
     problem = references.problem(path)
     assert problem and problem.startswith(str(path)) and words in problem, problem
     assert '\n' not in problem
+
+
+# ---- commcheck bench gate: its rules and bookkeeping, on synthetic sessions -----------------
+
+def bench_session(index, kind=bench_gate.CLEAN, seed=0, machine=1.0, mpi=None, n=6):
+    """A session as bench_gate records it: per stack, launches of the three key variables and
+    their floors; ``mpi`` = {stack: factor} makes that stack's MPI slower."""
+    rng = np.random.default_rng(seed)
+    launches = {}
+    for stack in ('mpich', 'openmpi'):
+        pool = []
+        for _ in range(n):
+            state = machine * np.exp(rng.normal(0, 0.05))
+            slow = (mpi or {}).get(stack, 1.0) * np.exp(rng.normal(0, 0.02))
+            f8, f1k, fbw = 0.1 * state, 0.15 * state, 20000 / state
+            pool.append({'latency_8B': 3 * f8 * slow, 'latency_1024B': 3 * f1k * slow,
+                         'bw_1048576B': fbw / 3 / slow, 'floor_latency_8B': f8,
+                         'floor_latency_1024B': f1k, 'floor_bw_1048576B': fbw})
+        launches[stack] = pool
+    return {'index': index, 'kind': kind, 'started': 0.0, 'ended': 0.0,
+            'degraded_stacks': sorted(mpi or {}), 'launches': launches}
+
+
+def test_bench_power_scales_mpi_figures_and_leaves_floors_as_measured():
+    sess = bench_session(0)
+    plain, slow = bench_gate.as_samples(sess, 6), bench_gate.as_samples(sess, 6, 1.25)
+    for key, samples_ in plain.items():
+        ratio = [s.value / p.value for s, p in zip(slow[key], samples_)]
+        want = (1.0 if experiments.floor_variable(key[4]) else
+                1 / 1.25 if key[4].startswith('bw') else 1.25)
+        assert ratio == pytest.approx([want] * 6)
+
+
+def test_bench_schedule_starts_with_the_baseline_and_spreads_the_rest():
+    kinds = bench_gate.schedule(24, 4, 4)
+    assert kinds[:3] == [bench_gate.CLEAN] * 3 and len(kinds) == 32
+    assert kinds.count(bench_gate.SLOWED) == 4 == kinds.count(bench_gate.DEGRADED)
+    assert kinds[-1] == bench_gate.CLEAN or kinds[-2] == bench_gate.CLEAN
+
+
+def test_bench_rules_on_synthetic_sessions():
+    """Clean sessions in different machine states: the new rule raises no alarm where the
+    median-moved peer does; a slower machine is never a software regression; a 2x slower MPI
+    on one stack reads MPI regressed there and nothing on the other."""
+    sessions = [bench_session(i, seed=i, machine=m) for i, m in enumerate((1, 1.1, 0.9, 1.3))]
+    sessions.append(bench_session(4, bench_gate.SLOWED, seed=4, machine=2.0))
+    sessions.append(bench_session(5, bench_gate.DEGRADED, seed=5, mpi={'openmpi': 2.0}))
+    ev = bench_gate.evaluate(sessions, 6)
+    clean, = ev[bench_gate.CLEAN]
+    assert not clean['new']['fail'] and clean['peer 10%']['fail']
+    slowed, = ev[bench_gate.SLOWED]
+    assert not slowed['new']['fail'] and slowed['old']['fail']
+    # The baseline's own sessions spread by 30 %: a floor 1.8x slower is within what it saw.
+    assert not set(slowed['new']['verdicts'].values()) & set(gate.SOFTWARE_REGRESSED)
+    degraded, = ev[bench_gate.DEGRADED]
+    verdicts = degraded['new']['verdicts']
+    assert all(v == gate.MPI_REGRESSED for k, v in verdicts.items() if k.startswith('openmpi'))
+    assert not any(v in gate.SOFTWARE_REGRESSED for k, v in verdicts.items()
+                   if k.startswith('mpich'))
+    assert len(ev['power'][0.2]) == 1
