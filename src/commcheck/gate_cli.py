@@ -98,15 +98,27 @@ def _table(comparisons, title: str) -> Table:
     for c in sorted(comparisons, key=lambda c: (order[c.verdict], c.key)):
         d = c.as_dict()
         style = STYLES.get(c.verdict, '')
-        changes = '; '.join(f'{k} {a} -> {b}' for k, (a, b) in c.provenance_changes.items())
         table.add_row(
             f'[{style}]{c.verdict}[/{style}]' if style else c.verdict, d['environ'], d['test'],
             f"{d['variable']} ({c.unit})", _num(d['median_base']), _num(d['median_new']),
             _pct(d['change']), _outcome(c.cost), _outcome(c.floor),
             f'{math.expm1(c.cost.threshold):.1%} ({c.cost.level})' if c.cost else '-',
             f'>= {c.cost.detectable:.0%}' if c.cost else '-',
-            f"{d['n_base']}/{d['n_new']}", '; '.join(x for x in (c.note, changes) if x))
+            f"{d['n_base']}/{d['n_new']}", c.note)
     return table
+
+
+def _what_changed(comparisons) -> None:
+    """One line per environment and set of provenance changes, under the table (a line a
+    reader, and grep, can find whole)."""
+    seen: dict[tuple, list[str]] = {}
+    for c in comparisons:
+        if c.provenance_changes and c.verdict not in (gate.NO_BASELINE,):
+            changes = tuple(f'{k} {a} -> {b}' for k, (a, b) in c.provenance_changes.items())
+            seen.setdefault((c.key[2], changes), []).append(f'{c.variable} {c.verdict}')
+    for (environ, changes), what in seen.items():
+        console.print(f'what else changed, {environ}: {"; ".join(changes)} '
+                      f'({", ".join(what)})', soft_wrap=True)
 
 
 def exit_code(comparisons, fail_on_machine_change: bool = False) -> int:
@@ -165,6 +177,7 @@ def compare(args) -> int:
     regressed = [c for c in comparisons if c.verdict in gate.SOFTWARE_REGRESSED]
     since = {} if args.environ else {c.key: _since(c, sessions) for c in regressed}
     console.print(_table(comparisons, f'commcheck compare: {label} against {against}'))
+    _what_changed(comparisons)
     console.print('  '.join(f'{v}: {n}' for v, n in counts.items() if n))
     _explain(comparisons, settings)
     out = args.json or paths.REPORTS_DIR / 'gate' / f'{judged_sessions[-1].uuid}.json'
