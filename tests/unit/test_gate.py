@@ -373,3 +373,11 @@ def test_bench_rules_on_synthetic_sessions():
     assert not any(v in gate.SOFTWARE_REGRESSED for k, v in verdicts.items()
                    if k.startswith('mpich'))
     assert len(ev['power'][0.2]) == 1
+
+
+def test_repeated_launches_are_interleaved_in_time():
+    from commcheck.cli import interleaved
+    assert interleaved(['-n', 'PingPong', '--repeat', '8'])[-2:] == ['--exec-order', 'random']
+    assert interleaved(['--repeat=8', '--exec-order', 'name']) == [
+        '--repeat=8', '--exec-order', 'name']
+    assert interleaved(['-n', 'PingPong']) == ['-n', 'PingPong']
