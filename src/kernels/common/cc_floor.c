@@ -20,6 +20,11 @@ struct cc_floor {
     unsigned char *sbuf, *rbuf;     /* TCP's send buffer; the copy every receiver makes */
     uint64_t next;                  /* message number of the last round trip */
     char why[160];
+    /* The size being measured, interleaved with the MPI batches (cc_floor_begin..end). */
+    size_t size;
+    int active, batches, done;
+    double *elapsed;
+    long long *count;
 };
 
 static _Atomic uint64_t *flag(unsigned char *segment)
@@ -231,37 +236,55 @@ int cc_floor_wanted(size_t size, const size_t *sizes, int nsizes)
     return size == lo || size == hi || size == 8 || size == 1024 || size == 1048576;
 }
 
-void cc_floor_measure(struct cc_floor *f, size_t size, long long iters, long long warmup,
-                      int batches)
+void cc_floor_begin(struct cc_floor *f, size_t size, long long warmup, int batches, int wanted)
 {
-    if (f->kind == KIND_NONE)
+    if (!f)
         return;
-    double *elapsed = cc_malloc((size_t)batches * sizeof(double), "the floor's batch times");
-    long long *count = cc_malloc((size_t)batches * sizeof(long long), "the floor's batches");
+    f->active = wanted && f->kind != KIND_NONE;
+    if (!f->active)
+        return;
+    f->size = size, f->batches = batches, f->done = 0;
+    f->elapsed = cc_malloc((size_t)batches * sizeof(double), "the floor's batch times");
+    f->count = cc_malloc((size_t)batches * sizeof(long long), "the floor's batches");
     CC_CHECK(MPI_Barrier(f->comm));     /* the peer has copied out the previous message */
     cc_payload_fill(f->kind == KIND_SHM ? f->mine + LINE : f->sbuf, size, f->rank);
     memset(f->rbuf, 0, size);
     CC_CHECK(MPI_Barrier(f->comm));
     for (long long it = 0; it < warmup; it++)
         round_trip(f, size);
-    for (int b = 0; b < batches; b++) {
-        long long first = cc_batch_start(b, batches, iters), end = cc_batch_start(b + 1, batches, iters);
-        double t0 = MPI_Wtime();
-        for (long long it = first; it < end; it++)
-            round_trip(f, size);
-        elapsed[b] = MPI_Wtime() - t0;
-        count[b] = end - first;
-    }
-    check_copy(f, size, f->next, 1);
-    struct cc_timing t = cc_batch_timing(elapsed, count, batches);
+}
+
+void cc_floor_batch(struct cc_floor *f, long long count)
+{
+    if (!f || !f->active)
+        return;
+    if (f->done == f->batches)
+        cc_usage_error("internal: more floor batches than announced (%d)", f->batches);
+    double t0 = MPI_Wtime();
+    for (long long it = 0; it < count; it++)
+        round_trip(f, f->size);
+    f->elapsed[f->done] = MPI_Wtime() - t0;
+    f->count[f->done++] = count;
+}
+
+void cc_floor_end(struct cc_floor *f)
+{
+    if (!f || !f->active)
+        return;
+    long long iters = 0;
+    for (int b = 0; b < f->done; b++)
+        iters += f->count[b];
+    check_copy(f, f->size, f->next, 1);
+    struct cc_timing t = cc_batch_timing(f->elapsed, f->count, f->done);
     if (f->rank == 0) {
         printf("FLOOR size=%zu kind=%s iters=%lld batches=%d rtt_us=%.4f oneway_us=%.4f "
-               "bw_MBps=%.4f\n", size, KIND_NAMES[f->kind], iters, batches, t.median_us,
-               t.median_us / 2, (double)size / (t.median_us / 2));
+               "bw_MBps=%.4f\n", f->size, KIND_NAMES[f->kind], iters, f->done, t.median_us,
+               t.median_us / 2, (double)f->size / (t.median_us / 2));
         fflush(stdout);
     }
-    free(elapsed);
-    free(count);
+    free(f->elapsed);
+    free(f->count);
+    f->active = 0;
 }
 
 void cc_floor_close(struct cc_floor *f)
@@ -304,9 +327,19 @@ int cc_floor_wanted_f(int64_t size, const int64_t *sizes, int nsizes)
     return wanted;
 }
 
-void cc_floor_measure_f(void *f, int64_t size, int64_t iters, int64_t warmup, int batches)
+void cc_floor_begin_f(void *f, int64_t size, int64_t warmup, int batches, int wanted)
 {
-    cc_floor_measure(f, (size_t)size, (long long)iters, (long long)warmup, batches);
+    cc_floor_begin(f, (size_t)size, (long long)warmup, batches, wanted);
+}
+
+void cc_floor_batch_f(void *f, int64_t count)
+{
+    cc_floor_batch(f, (long long)count);
+}
+
+void cc_floor_end_f(void *f)
+{
+    cc_floor_end(f);
 }
 
 void cc_floor_close_f(void *f)

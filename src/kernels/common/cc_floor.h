@@ -1,5 +1,5 @@
 /* The hardware floor of a two-rank sweep: what the same two processes, on the same cores, in
- * the same launch, achieve without MPI. Measured right after the MPI timing of a size, so a
+ * the same launch, achieve without MPI. Measured batch by batch between the MPI batches, so a
  * machine that is slower today moves both figures and MPI's own cost (MPI over floor) does not.
  *
  * - Both ranks on one node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) puts them together):
@@ -13,7 +13,8 @@
  * - Neither (no host address, a socket that fails): a `FLOOR kind=none reason=...` record.
  *
  * Records (rank 0): `FLOOR size=N kind=shm|tcp iters=I batches=B rtt_us= oneway_us= bw_MBps=`,
- * timed like the MPI figures (batches, the median of the batch means). Every message is
+ * timed like the MPI figures (batches, the median of the batch means), one floor batch right
+ * after each MPI batch of the same size, so both see the same moments of the machine. Every message is
  * validated (message number and stamps, the whole payload of the last); a wrong value exits 3. */
 #ifndef CC_FLOOR_H
 #define CC_FLOOR_H
@@ -32,9 +33,13 @@ struct cc_floor *cc_floor_open(MPI_Comm comm, size_t max, int mode);
 /* Whether the sweep measures the floor at `size`: its smallest and largest sizes, 8 B,
  * 1 KiB and 1 MiB. */
 int cc_floor_wanted(size_t size, const size_t *sizes, int nsizes);
-/* Collective: times `iters` floor round trips of `size` bytes and prints the FLOOR record. */
-void cc_floor_measure(struct cc_floor *f, size_t size, long long iters, long long warmup,
-                      int batches);
+/* Interleaved with the MPI timing of a size (collective): cc_floor_begin fills the message
+ * and runs `warmup` untimed round trips (nothing when `wanted` is 0 or no floor applies),
+ * cc_floor_batch times `count` round trips right after each MPI batch, cc_floor_end checks
+ * the last message whole and prints the FLOOR record (the median of the batch means). */
+void cc_floor_begin(struct cc_floor *f, size_t size, long long warmup, int batches, int wanted);
+void cc_floor_batch(struct cc_floor *f, long long count);
+void cc_floor_end(struct cc_floor *f);
 void cc_floor_close(struct cc_floor *f);
 /* Parses the value of --floor (yes, no, tcp); bad input is a usage error. */
 int cc_floor_mode(const char *text);
@@ -42,7 +47,9 @@ int cc_floor_mode(const char *text);
 /* The same for Fortran (bind(C)); the communicator goes through MPI_Comm_c2f/f2c. */
 void *cc_floor_open_f(MPI_Fint comm, int64_t max, int mode);
 int cc_floor_wanted_f(int64_t size, const int64_t *sizes, int nsizes);
-void cc_floor_measure_f(void *f, int64_t size, int64_t iters, int64_t warmup, int batches);
+void cc_floor_begin_f(void *f, int64_t size, int64_t warmup, int batches, int wanted);
+void cc_floor_batch_f(void *f, int64_t count);
+void cc_floor_end_f(void *f);
 void cc_floor_close_f(void *f);
 
 #endif

@@ -392,7 +392,8 @@ module cc_payload
   implicit none
   private
   public :: cc_sweep, cc_sweep_args, cc_payload_fill, cc_payload_stamp, cc_payload_byte, &
-            cc_payload_mismatch, cc_floor_open, cc_floor_at, cc_floor_close
+            cc_payload_mismatch, cc_floor_open, cc_floor_begin, cc_floor_batch, &
+            cc_floor_end, cc_floor_close
   integer, parameter :: FLOOR_NO = 0, FLOOR_YES = 1, FLOOR_TCP = 2
 
   ! The hardware floor (common/cc_floor.h), shared with the C kernels.
@@ -408,12 +409,20 @@ module cc_payload
       integer(c_int64_t), intent(in) :: sizes(*)
       integer(c_int), value :: n
     end function
-    subroutine floor_measure_c(f, nbytes, iters, warmup, batches) &
-        bind(C, name='cc_floor_measure_f')
+    subroutine floor_begin_c(f, nbytes, warmup, batches, wanted) bind(C, name='cc_floor_begin_f')
       import :: c_ptr, c_int, c_int64_t
       type(c_ptr), value :: f
-      integer(c_int64_t), value :: nbytes, iters, warmup
-      integer(c_int), value :: batches
+      integer(c_int64_t), value :: nbytes, warmup
+      integer(c_int), value :: batches, wanted
+    end subroutine
+    subroutine floor_batch_c(f, count) bind(C, name='cc_floor_batch_f')
+      import :: c_ptr, c_int64_t
+      type(c_ptr), value :: f
+      integer(c_int64_t), value :: count
+    end subroutine
+    subroutine cc_floor_end(f) bind(C, name='cc_floor_end_f')
+      import :: c_ptr
+      type(c_ptr), value :: f
     end subroutine
     subroutine cc_floor_close(f) bind(C, name='cc_floor_close_f')
       import :: c_ptr
@@ -500,16 +509,23 @@ contains
                                  int(maxval(sw%sizes), c_int64_t), int(sw%floor, c_int))
   end function
 
-  ! Measures the floor at size nbytes if the sweep wants it there (collective).
-  subroutine cc_floor_at(f, sw, nbytes)
+  ! Starts the floor at size nbytes, if the sweep wants it there (collective): one floor batch
+  ! then follows each MPI batch (cc_floor_batch), and cc_floor_end prints it.
+  subroutine cc_floor_begin(f, sw, nbytes)
     type(c_ptr), intent(in) :: f
     type(cc_sweep), intent(in) :: sw
     integer(int64), intent(in) :: nbytes
     integer(c_int64_t), allocatable :: sizes(:)
     sizes = int(sw%sizes, c_int64_t)
-    if (floor_wanted_c(int(nbytes, c_int64_t), sizes, int(size(sizes), c_int)) == 0) return
-    call floor_measure_c(f, int(nbytes, c_int64_t), int(sw%iters, c_int64_t), &
-                         int(sw%warmup, c_int64_t), int(sw%batches, c_int))
+    call floor_begin_c(f, int(nbytes, c_int64_t), int(sw%warmup, c_int64_t), &
+                       int(sw%batches, c_int), &
+                       floor_wanted_c(int(nbytes, c_int64_t), sizes, int(size(sizes), c_int)))
+  end subroutine
+
+  subroutine cc_floor_batch(f, count)
+    type(c_ptr), intent(in) :: f
+    integer(int64), intent(in) :: count
+    call floor_batch_c(f, int(count, c_int64_t))
   end subroutine
 
   integer(int8) function pattern(nbytes, sender, j)

@@ -73,14 +73,13 @@ int main(int argc, char **argv)
     long long validated = 0;
     for (int k = 0; k < sw.nsizes; k++) {
         size_t size = sw.sizes[k];
-        struct cc_timing rtt = cc_sweep_time(&sw, round_trip, rank, sbuf, rbuf, size);
+        struct cc_timing rtt = cc_sweep_time(&sw, round_trip, rank, sbuf, rbuf, size,
+                                               hw_floor);
 
         /* The middle byte lies outside the stamps, so only the whole-payload check sees it. */
         if (sw.inject && rank == 0 && k == 0)
             rbuf[size / 2] ^= 0x5a;
         check(rbuf, size, peer, sw.iters - 1, 1);
-        if (cc_floor_wanted(size, sw.sizes, sw.nsizes))
-            cc_floor_measure(hw_floor, size, sw.iters, sw.warmup, sw.batches);
         validated += sw.warmup + sw.iters;
         if (rank == 0) {
             double oneway_us = rtt.median_us / 2;
