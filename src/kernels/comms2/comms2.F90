@@ -140,7 +140,7 @@ contains
       '  --batches B     split the timed iterations into B batches, each timed on its own', &
       '                  (default 10, or N if --iters N is smaller; at most --iters)', &
       '  --floor yes|no|tcp  measure the hardware floor (same ranks, same cores, no MPI)', &
-      '                  right after the MPI timing of the smallest and largest sizes, 8 B,', &
+      '                  a batch after each MPI batch of the smallest and largest sizes, 8 B,', &
       '                  1 KiB and 1 MiB: shared memory on one node, TCP between nodes;', &
       '                  tcp forces TCP on one node (default yes; FLOOR records)', &
       '  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)', &

@@ -15,7 +15,7 @@ static const char *usage =
     "  --batches B     split the timed iterations into B batches, each timed on its own\n"
     "                  (default 10, or N if --iters N is smaller; at most --iters)\n"
     "  --floor yes|no|tcp  measure the hardware floor (same ranks, same cores, no MPI)\n"
-    "                  right after the MPI timing of the smallest and largest sizes, 8 B,\n"
+    "                  a batch after each MPI batch of the smallest and largest sizes, 8 B,\n"
     "                  1 KiB and 1 MiB: shared memory on one node, TCP between nodes;\n"
     "                  tcp forces TCP on one node (default yes; FLOOR records)\n"
     "  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)\n"
