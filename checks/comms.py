@@ -4,6 +4,8 @@ The Hockney model t(n) = (n + n_half) / r_inf is fitted by weighted least square
 per message: once over the whole sweep, as Parkbench did (``r_inf``, ``n_half``, ``t0``), and
 piecewise, because today's stacks switch from eager to rendezvous (``*_small``/``*_large``
 segments split at ``breakpoint``, found from the data unless ``breakpoint_bytes`` is given).
+The C and Fortran kernels also measure the hardware floor (``floor_latency_<n>B``,
+``floor_bw_<n>B``), which the gate judges ``t0`` and ``r_inf`` against.
 Seed sweep: ``-S ParkbenchComms.iters=2000`` (sizes 1 B to 1 MiB are the default).
 """
 
@@ -12,7 +14,7 @@ from reframe.core.builtins import parameter, run_after, run_before, sanity_funct
 
 from commcheck import experiments, hockney
 from commcheck.rfm.p2p import TwoRankSweep
-from commcheck.rfm.perf import computed_variables, data_records, kernel_passed
+from commcheck.rfm.perf import computed_variables, data_records, floor_variables, kernel_passed
 
 # benchmark -> (program kernel, the DATA field holding the time per message)
 KERNELS = {'comms1': ('pingpong', 'oneway_us'), 'comms2': ('comms2', 'msg_us')}
@@ -46,7 +48,7 @@ class ParkbenchComms(TwoRankSweep):
 
     @run_before('run')
     def set_program(self):
-        self.use_kernel(KERNELS[self.benchmark][0], self.sweep_options())
+        self.use_kernel(KERNELS[self.benchmark][0], self.sweep_options() + self.floor_options())
 
     @sanity_function
     def validated(self):
@@ -60,8 +62,9 @@ class ParkbenchComms(TwoRankSweep):
         rows = data_records(self)
         fit = hockney.fit_records(rows, time_key, breakpoint=self.breakpoint_bytes)
         single = hockney.fit_line([r['size'] for r in rows], [r[time_key] for r in rows])
+        floors = floor_variables(self)
         if self.fit_refused(self.benchmark, single):
-            self.perf_variables = {}
+            self.perf_variables = floors
             return
         values = fit_values(fit, single)
         refused = [self.fit_refused(f'{self.benchmark} ({part} messages)', seg)
@@ -71,4 +74,4 @@ class ParkbenchComms(TwoRankSweep):
             # Both segments, or none: a lone segment is not the piecewise model.
             values = {k: v for k, v in values.items()
                       if not k.endswith(('_small', '_large')) and k != 'breakpoint'}
-        self.perf_variables = computed_variables(self, values)
+        self.perf_variables = {**computed_variables(self, values), **floors}

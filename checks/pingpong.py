@@ -2,7 +2,8 @@
 
 Rank 0 sends, rank 1 echoes; the kernel times round trips per size and validates every
 payload. Perf variables: ``latency_<n>B`` (one-way, µs) and ``bw_<n>B`` (MB/s) for every
-measured size; references usually gate ``latency_8B``, ``latency_1024B`` and ``bw_1048576B``.
+measured size, and the hardware floor of the same launch, ``floor_latency_<n>B`` and
+``floor_bw_<n>B`` (C and Fortran; see experiments.FLOOR_VARIABLES); references usually gate ``latency_8B``, ``latency_1024B`` and ``bw_1048576B``.
 Seed 001's grid: ``-S PingPong.sizes=8,64,512,4096,32768,262144,1048576 -S PingPong.iters=10000``.
 """
 
@@ -12,7 +13,7 @@ from reframe.core.builtins import parameter, run_before, sanity_function
 from commcheck import experiments
 
 from commcheck.rfm.p2p import TwoRankSweep
-from commcheck.rfm.perf import first_message, kernel_passed, sweep_variables
+from commcheck.rfm.perf import first_message, floor_variables, kernel_passed, sweep_variables
 
 
 @rfm.simple_test
@@ -23,7 +24,7 @@ class PingPong(TwoRankSweep):
 
     @run_before('run')
     def set_program(self):
-        self.use_kernel('pingpong', self.sweep_options())
+        self.use_kernel('pingpong', self.sweep_options() + self.floor_options())
 
     @sanity_function
     def validated(self):
@@ -35,4 +36,4 @@ class PingPong(TwoRankSweep):
             return
         self.perf_variables = {**sweep_variables(self, 'oneway_us', 'latency', 'us'),
                                **sweep_variables(self, 'bw_MBps', 'bw', 'MB/s'),
-                               **first_message(self)}
+                               **first_message(self), **floor_variables(self)}

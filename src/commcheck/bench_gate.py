@@ -1,87 +1,303 @@
-"""Benchmark, not a test: how often the gate cries wolf, and how often it catches a 50 % loss.
+"""Benchmark, not a test: the gate's false alarms and power on real sessions, beside the old
+rule and the rule a site would script on ReFrame's ``--performance-compare``.
 
-Real launches are the noise. On each stack, ``pingpong-c`` (the ``PingPong`` kernel, key sizes
-8 B, 1 KiB, 1 MiB, bound as the local partition declares) is launched many times in a row, each
-launch a separate ``mpiexec`` like one ReFrame test case. The launches are cut, in time order,
-into a baseline (the first ``M``) and ``k`` later "sessions" of ``M`` launches each; every
-session is compared with the baseline by :func:`commcheck.gate.compare` exactly as
-``commcheck compare`` does (all six key variables of both stacks in one family).
+Sessions are real: each is ``--launches`` launches per stack of ``pingpong-c`` (sizes 8 B,
+1 KiB, 1 MiB, the floor measured in every launch), the stacks alternating launch by launch,
+and sessions are ``--gap`` seconds apart (default three minutes), so the machine's regime moves
+between sessions as it does between nightly runs. The kinds of session, in a fixed interleaved
+order after three clean ones:
 
-- False positives: clean sessions that fail the gate, and variables flagged in total.
-- Power: the same clean sessions with the 8 B latency multiplied by ``SHIFT`` (1.5) and,
-  separately, the 1 MiB bandwidth divided by it. Scaling real held-out launches keeps their
-  real noise (its shape and its drift between sessions) and adds a pure shift beyond the
-  gate's minimum effect (20 %): what a uniformly slower stack looks like. It does not model a
-  regression that also changes the variance.
-- Cost: the smallest ``M`` (launches per side) at which power reaches 95 %.
+- clean: nothing changed;
+- slowed machine: both cores shared, for the whole session, with one busy-loop process per
+  core (started before the session's first launch, ended after its last): MPI unchanged, the
+  machine slower. The gate must say "machine changed", never "MPI regressed";
+- degraded MPI: Open MPI forced off shared memory (``OMPI_MCA_btl=self,tcp``), and with
+  ``--ucx`` MPICH's UCX on TCP (``UCX_TLS=tcp,self``); the other stack clean.
+
+Every judged session is compared with the three clean sessions before it (the baseline), at
+5, 6, 8, 10, 12 launches a side (the first n launches of each session), by three rules:
+
+- new: :func:`commcheck.gate.compare` (sessions as the unit, MPI's own cost against the floor);
+  a session fails when a verdict is MPI regressed, both or regressed;
+- old: the previous rule, kept here only (:func:`old_rule`): Mann-Whitney U on the pooled
+  launches, Benjamini-Hochberg over the variables, flagged when the median is worse by > 20 %;
+- peer X %: what a site scripts on ``reframe --performance-compare`` (medians over stored
+  sessions, percentage difference, no verdict): flag when the median moved > X % the worse way.
+
+Power: each clean judged session's launches with the MPI figures (latency, bandwidth) of both
+stacks scaled by 1 + d (bandwidth divided by it) for d = 20 %, 10 %, 5 %, and the floor of the
+same launches left as measured: the MPI got slower by d on an unchanged machine, with the
+session's real noise. A session counts as caught when it fails the rule.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
+from scipy import stats
 
-from commcheck import discover, gate, kbuild, records
+from commcheck import discover, experiments, gate, kbuild, paths, records
 from commcheck.errors import UserError
 from commcheck.history import Sample
 
 SIZES = (8, 1024, 1 << 20)
 VARIABLES = {'latency_8B': (8, 'oneway_us', 'us'), 'latency_1024B': (1024, 'oneway_us', 'us'),
              'bw_1048576B': (1 << 20, 'bw_MBps', 'MB/s')}
+TEST = 'PingPong %lang=c'
 ITERS = 400
-PER_SIDE = (5, 6, 8, 10, 12)    # below 5 a side the gate does not decide (gate.Settings)
-SHIFT = 1.5                         #: the injected slowdown of the power columns
-console = Console(highlight=False)
+PER_SIDE = (5, 6, 8, 10, 12)
+BASELINE_SESSIONS = 3
+EFFECTS = (0.20, 0.10, 0.05)
+PEERS = (0.10, 0.20)
+CLEAN, SLOWED, DEGRADED = 'clean', 'slowed machine', 'degraded MPI'
+DEGRADE = {'openmpi': {'OMPI_MCA_btl': 'self,tcp'}}
+DEGRADE_UCX = {'mpich': {'UCX_TLS': 'tcp,self'}}
+OLD_MIN_EFFECT, OLD_ALPHA, OLD_MIN_SAMPLES = 0.20, 0.05, 5
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
-def one_launch(stack, program: Path, binding: str) -> dict[str, float]:
-    done = kbuild.launch(stack, 2, program, '--sizes', ','.join(map(str, SIZES)), '--iters',
-                         str(ITERS), '--warmup', str(ITERS // 10), binding=binding)
-    rows = {r['size']: r for r in records.parse(done.stdout)['DATA']}
-    if done.returncode or set(rows) != set(SIZES):
+# ---- launches and sessions -------------------------------------------------------------------
+
+def one_launch(stack, program: Path, binding: str, extra_env: dict) -> dict[str, float]:
+    """One mpiexec of pingpong-c: the MPI figures and the floors of this launch."""
+    cmd = stack.mpi.record.launch_prefix(stack.mpi.launcher_command, 2, binding=binding,
+                                         oversubscribe=2 > (os.cpu_count() or 1))
+    done = subprocess.run([*cmd, str(program), '--sizes', ','.join(map(str, SIZES)), '--iters',
+                           str(ITERS), '--warmup', str(ITERS // 10)], capture_output=True,
+                          text=True, timeout=300,
+                          env={**kbuild.stack_environment(stack), **extra_env})
+    out = records.parse(done.stdout)
+    rows = {r['size']: r for r in out['DATA']}
+    floors = {r['size']: r for r in out['FLOOR'] if r.get('kind') != 'none'}
+    if done.returncode or set(rows) != set(SIZES) or set(floors) != set(SIZES):
         raise UserError(f'pingpong-c failed on {stack.id}: {done.stderr.strip()[-300:]}')
-    return {name: float(rows[size][field]) for name, (size, field, _) in VARIABLES.items()}
+    values = {name: float(rows[size][field]) for name, (size, field, _) in VARIABLES.items()}
+    for name in VARIABLES:
+        floor = experiments.floor_of('PingPong', name)
+        fv = experiments.floor_variable(floor)
+        values[floor] = float(floors[VARIABLES[name][0]][fv.field])
+    return values
 
 
-def as_samples(stack_id: str, launches: list[dict], scale: dict | None = None) -> dict:
+def busy_loops() -> list[subprocess.Popen]:
+    """One busy-loop process per core: the machine slowed for real."""
+    return [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+            for _ in range(os.cpu_count() or 1)]
+
+
+def run_session(index: int, kind: str, stacks, programs, binding: str, launches: int,
+                ucx: bool) -> dict:
+    loops = busy_loops() if kind == SLOWED else []
+    started = time.time()
+    try:
+        pools: dict[str, list[dict]] = {s.id: [] for s in stacks}
+        for _ in range(launches):           # stacks alternate, launch by launch
+            for stack in stacks:
+                extra = {}
+                if kind == DEGRADED:
+                    extra = {**DEGRADE, **(DEGRADE_UCX if ucx else {})}.get(
+                        stack.mpi.flavour, {})
+                pools[stack.id].append(one_launch(stack, programs[stack.id], binding, extra))
+    finally:
+        for proc in loops:
+            proc.kill()
+            proc.wait()
+    degraded = sorted(s.id for s in stacks if kind == DEGRADED and
+                      {**DEGRADE, **(DEGRADE_UCX if ucx else {})}.get(s.mpi.flavour))
+    return {'index': index, 'kind': kind, 'started': started, 'ended': time.time(),
+            'degraded_stacks': degraded, 'launches': pools}
+
+
+def schedule(clean: int, slowed: int, degraded: int) -> list[str]:
+    """Three clean sessions first (the first baseline), then the rest spread evenly."""
+    rest = [CLEAN] * (clean - BASELINE_SESSIONS)
+    for kind, count in ((SLOWED, slowed), (DEGRADED, degraded)):
+        for i in range(count):
+            rest.insert(round((i + 0.5) * len(rest) / count) + i % 2, kind)
+    return [CLEAN] * BASELINE_SESSIONS + rest
+
+
+# ---- the three rules -------------------------------------------------------------------------
+
+def as_samples(session: dict, per_side: int, scale: float = 1.0) -> dict[tuple, list[Sample]]:
+    """Samples of a session's first ``per_side`` launches per stack; MPI figures (not floors)
+    made slower by ``scale``."""
     out: dict[tuple, list[Sample]] = {}
-    for i, launch in enumerate(launches):
-        for name, value in launch.items():
-            key = ('local', 'default', stack_id, 'PingPong %lang=c', name)
-            value *= (scale or {}).get(name, 1.0)
-            out.setdefault(key, []).append(Sample(
-                session='b', time=float(i), system='local', partition='default',
-                environ=stack_id, test='PingPong %lang=c', variable=name, value=value,
-                unit=VARIABLES[name][2], result='pass'))
+    for stack_id, pool in session['launches'].items():
+        for i, launch in enumerate(pool[:per_side]):
+            for name, value in launch.items():
+                floor = experiments.floor_variable(name)
+                unit = floor.unit if floor else VARIABLES[name][2]
+                if not floor:
+                    value = value * scale if unit == 'us' else value / scale
+                key = ('local', 'default', stack_id, TEST, name)
+                out.setdefault(key, []).append(Sample(
+                    session=f's{session["index"]}', time=float(i), system='local',
+                    partition='default', environ=stack_id, test=TEST, variable=name,
+                    value=value, unit=unit, result='pass'))
     return out
 
 
-def judge(pools: dict[str, list[dict]], per_side: int, scale: dict | None = None):
-    """(sessions flagged, variables flagged, sessions) over the k sessions of ``per_side``."""
-    n = min(len(p) for p in pools.values())
-    sessions = (n - per_side) // per_side
-    failed = flagged = 0
-    for s in range(sessions):
-        base, now = {}, {}
-        for stack_id, pool in pools.items():
-            lo = per_side * (s + 1)
-            base.update(as_samples(stack_id, pool[:per_side]))
-            now.update(as_samples(stack_id, pool[lo:lo + per_side], scale))
-        verdicts = gate.compare(base, now)
-        hits = [c for c in verdicts if c.verdict == gate.REGRESSED
-                and (scale is None or c.variable in scale)]
-        failed += bool(hits)
-        flagged += len(hits)
-    return failed, flagged, sessions
+def merged(groups: list[dict]) -> dict[tuple, list[Sample]]:
+    out: dict[tuple, list[Sample]] = {}
+    for g in groups:
+        for key, samples in g.items():
+            out.setdefault(key, []).extend(samples)
+    return out
 
 
-def main(args) -> int:
+def _worse(base: list[float], new: list[float], unit: str) -> float:
+    ratio = statistics.median(new) / statistics.median(base)
+    return ratio - 1 if unit == 'us' else 1 / ratio - 1
+
+
+def old_rule(base: dict, new: dict) -> set[tuple]:
+    """The gate as it was (kept here only, for comparison): Mann-Whitney U on launches,
+    Benjamini-Hochberg over the variables, flagged when the median is > 20 % worse."""
+    keys = [k for k in sorted(new) if k in base and not experiments.floor_variable(k[4])
+            and min(len(base[k]), len(new[k])) >= OLD_MIN_SAMPLES]
+    pvalues = []
+    for k in keys:
+        b, n = [s.value for s in base[k]], [s.value for s in new[k]]
+        pvalues.append(1.0 if len(set(b) | set(n)) == 1 else
+                       float(stats.mannwhitneyu(n, b, alternative='two-sided').pvalue))
+    return {k for k, p in zip(keys, bh_adjust(pvalues))
+            if p < OLD_ALPHA and _worse([s.value for s in base[k]], [s.value for s in new[k]],
+                                        new[k][0].unit) > OLD_MIN_EFFECT}
+
+
+def peer_rule(base: dict, new: dict, threshold: float) -> set[tuple]:
+    """``reframe --performance-compare`` scripted: the median moved > threshold the worse way."""
+    return {k for k in new if k in base and not experiments.floor_variable(k[4])
+            and _worse([s.value for s in base[k]], [s.value for s in new[k]],
+                       new[k][0].unit) > threshold}
+
+
+def judge(base: dict, new: dict) -> dict[str, dict]:
+    """Per rule: {'fail': the session fails it, 'verdicts': the new rule's per variable}."""
+    comps = gate.compare(base, new)
+    out = {'new': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps),
+                   'verdicts': {f'{c.key[2]} {c.variable}': c.verdict for c in comps},
+                   'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps)},
+           'old': {'fail': bool(old_rule(base, new))}}
+    for x in PEERS:
+        out[f'peer {x:.0%}'] = {'fail': bool(peer_rule(base, new, x))}
+    return out
+
+
+def bh_adjust(pvalues: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1): the old rule."""
+    if not pvalues:
+        return []
+    return list(stats.false_discovery_control(np.asarray(pvalues, dtype=float), method='bh'))
+
+
+# ---- evaluation and tables -------------------------------------------------------------------
+
+def evaluate(sessions: list[dict], per_side: int) -> dict:
+    """Every judged session against the three clean sessions before it, by every rule."""
+    out: dict = {CLEAN: [], SLOWED: [], DEGRADED: [], 'power': {d: [] for d in EFFECTS}}
+    for j, sess in enumerate(sessions):
+        before = [s for s in sessions[:j] if s['kind'] == CLEAN][-BASELINE_SESSIONS:]
+        if len(before) < BASELINE_SESSIONS:
+            continue
+        base = merged([as_samples(s, per_side) for s in before])
+        result = judge(base, as_samples(sess, per_side))
+        result['session'] = sess['index']
+        out[sess['kind']].append(result)
+        if sess['kind'] == CLEAN:
+            for d in EFFECTS:
+                out['power'][d].append(judge(base, as_samples(sess, per_side, 1 + d)))
+    return out
+
+
+RULES = ('new', 'old', *(f'peer {x:.0%}' for x in PEERS))
+
+
+def _share(results: list[dict], rule: str) -> str:
+    return f'{sum(r[rule]["fail"] for r in results)}/{len(results)}' if results else '-'
+
+
+def rules_table(evaluated: dict[int, dict]) -> Table:
+    table = Table(title='Clean sessions failing the gate (false alarms), and power: MPI '
+                        'figures of clean sessions made slower by d, floor as measured',
+                  header_style='bold')
+    table.add_column('launches a side', justify='right')
+    for rule in RULES:
+        table.add_column(f'{rule}: false alarms', justify='right')
+    table.add_column('new: sessions with a cannot tell', justify='right')
+    for d in EFFECTS:
+        table.add_column(f'power at {d:.0%} (new / old / peer 10 / peer 20)', justify='right')
+    for n, ev in evaluated.items():
+        clean = ev[CLEAN]
+        table.add_row(str(n), *(_share(clean, r) for r in RULES),
+                      f'{sum(bool(r["new"]["cannot_tell"]) for r in clean)}/{len(clean)}',
+                      *(' / '.join(_share(ev['power'][d], r) for r in RULES) for d in EFFECTS))
+    return table
+
+
+def verdicts_table(evaluated: dict, kind: str, sessions: list[dict]) -> Table:
+    """The new rule's verdicts per variable over the sessions of one kind, and the others'."""
+    table = Table(title=f'{kind} sessions: verdicts of the new rule per variable, and '
+                        f'sessions failing each rule', header_style='bold')
+    for col in ('launches a side', 'stack variable', 'verdicts (new)', *RULES):
+        table.add_column(col)
+    degraded = {s['index']: s['degraded_stacks'] for s in sessions}
+    for n, ev in evaluated.items():
+        results = ev[kind]
+        found: dict[str, dict[str, int]] = {}
+        for r in results:
+            for var, v in r['new']['verdicts'].items():
+                mark = ' (degraded)' if var.split()[0] in degraded[r['session']] else ''
+                found.setdefault(var + mark, {}).setdefault(v, 0)
+                found[var + mark][v] += 1
+        for i, (var, counts) in enumerate(sorted(found.items())):
+            table.add_row(str(n) if i == 0 else '', var,
+                          ', '.join(f'{v}: {c}' for v, c in sorted(counts.items())),
+                          *((_share(results, r) for r in RULES) if i == 0 else ('',) * 4))
+    return table
+
+
+def sessions_table(sessions: list[dict]) -> Table:
+    """When each session ran, its kind, and per stack the medians of floor and MPI at 8 B:
+    a regime change shows as a floor that moved."""
+    table = Table(title='Sessions (medians of the session\'s launches)', header_style='bold')
+    for col in ('session', 'started (UTC)', 'kind', 'stack', 'floor_latency_8B us',
+                'latency_8B us', 'MPI cost 8B', 'regime'):
+        table.add_column(col)
+    previous: dict[str, float] = {}
+    for s in sessions:
+        for stack_id, pool in s['launches'].items():
+            floor = statistics.median(p['floor_latency_8B'] for p in pool)
+            mpi = statistics.median(p['latency_8B'] for p in pool)
+            was = previous.get(stack_id)
+            moved = was is not None and abs(floor / was - 1) > 0.2
+            table.add_row(str(s['index']), time.strftime('%H:%M:%S', time.gmtime(s['started'])),
+                          s['kind'], stack_id, f'{floor:.4g}', f'{mpi:.4g}', f'{mpi / floor:.3g}',
+                          f'floor {floor / was - 1:+.0%}' if moved else '')
+            previous[stack_id] = floor
+    return table
+
+
+def launches_needed(evaluated: dict[int, dict], effect: float = 0.10) -> str:
+    for n, ev in evaluated.items():
+        power = ev['power'][effect]
+        if power and sum(r['new']['fail'] for r in power) >= 0.95 * len(power):
+            return str(n)
+    return f'more than {max(evaluated)}' if evaluated else 'not measured'
+
+
+def _stacks(args):
     site = discover.local_site()
     stacks = [s for s in site.stacks if s.mpi.prefix == '/usr' and 'c' in s.tested_languages
               and s.compiler.family == 'gnu']
@@ -89,50 +305,47 @@ def main(args) -> int:
         stacks = [s for s in site.stacks if s.id == args.stack]
     if not stacks:
         raise UserError('no stack to benchmark (Debian MPICH/Open MPI, or --stack NAME)')
-    binding = site.partitions[0].binding
-    launches = args.launches
-    pools: dict[str, list[dict]] = {s.id: [] for s in stacks}
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix='commcheck-gate-') as tmp, Progress(
-            console=console, transient=True) as progress:
-        programs = {}
-        for stack in stacks:
-            programs[stack.id] = kbuild.cmake_build(stack, Path(tmp) / stack.id) / 'pingpong-c'
-        task = progress.add_task('launching', total=launches * len(stacks))
-        for i in range(launches):        # stacks alternate, so drift hits both alike
-            for stack in stacks:
-                progress.update(task, description=f'launch {i + 1}/{launches} on {stack.id}')
-                pools[stack.id].append(one_launch(stack, programs[stack.id], binding))
-                progress.advance(task)
-    elapsed = time.monotonic() - started
-    per_launch = elapsed / (launches * len(stacks))
+    if args.clean < BASELINE_SESSIONS + 1:
+        raise UserError(f'--clean {args.clean}: need at least {BASELINE_SESSIONS + 1} '
+                        f'clean sessions ({BASELINE_SESSIONS} make the first baseline)')
+    return stacks, site.partitions[0].binding
 
-    table = Table(title=f'gate on real launches: {launches} per stack '
-                        f'({", ".join(pools)}), binding {binding}', header_style='bold')
-    for col in ('launches per side', 'clean sessions', 'failing the gate', 'variables flagged',
-                f'power latency 8 B x{SHIFT}', f'power bandwidth 1 MiB /{SHIFT}'):
-        table.add_column(col, justify='right')
-    needed = None
-    for per_side in PER_SIDE:
-        if launches < 3 * per_side:
-            continue
-        fp_sessions, fp_vars, k = judge(pools, per_side)
-        lat, _, _ = judge(pools, per_side, {'latency_8B': SHIFT})
-        bw, _, _ = judge(pools, per_side, {'bw_1048576B': 1 / SHIFT})
-        table.add_row(str(per_side), str(k), f'{fp_sessions}', f'{fp_vars}', f'{lat / k:.0%}',
-                      f'{bw / k:.0%}')
-        if needed is None and lat / k >= 0.95 and bw / k >= 0.95 and fp_sessions == 0:
-            needed = per_side
-    console.print(table)
-    for stack_id, pool in pools.items():
-        for name in VARIABLES:
-            values = [p[name] for p in pool]
-            med = statistics.median(values)
-            mad = statistics.median(abs(v - med) for v in values)
-            console.print(f'{stack_id} {name}: median {med:.4g}, robust CV '
-                          f'{1.4826 * mad / med:.1%}, min {min(values):.4g}, '
-                          f'max {max(values):.4g}')
-    console.print(f'one launch: {per_launch:.2f} s (mpiexec start, {ITERS} round trips of 3 '
-                  f'sizes); launches per side for >= 95 % power with no false alarm: '
-                  f'{needed or "more than " + str(PER_SIDE[-1])}')
+
+def record_sessions(args, stacks, binding: str) -> list[dict]:
+    kinds = schedule(args.clean, args.slowed, args.degraded)
+    sessions = []
+    with tempfile.TemporaryDirectory(prefix='commcheck-gate-') as tmp:
+        programs = {s.id: kbuild.cmake_build(s, Path(tmp) / s.id, targets=('pingpong-c',))
+                    / 'pingpong-c' for s in stacks}
+        for i, kind in enumerate(kinds):
+            if i:
+                time.sleep(args.gap)
+            with console.status(f'session {i + 1}/{len(kinds)} ({kind}): {args.launches} '
+                                f'launches per stack'):
+                sessions.append(run_session(i, kind, stacks, programs, binding, args.launches,
+                                            args.ucx))
+    return sessions
+
+
+def main(args) -> int:
+    stacks, binding = _stacks(args)
+    started = time.time()
+    sessions = record_sessions(args, stacks, binding)
+    per_sides = [n for n in PER_SIDE if n <= args.launches] or [args.launches]
+    evaluated = {n: evaluate(sessions, n) for n in per_sides}
+    console.print(sessions_table(sessions))
+    console.print(rules_table(evaluated))
+    for kind in (SLOWED, DEGRADED):
+        if any(ev[kind] for ev in evaluated.values()):
+            console.print(verdicts_table(evaluated, kind, sessions))
+    console.print(f'{len(sessions)} sessions of {args.launches} launches per stack '
+                  f'({", ".join(s.id for s in stacks)}, binding {binding}), {args.gap} s apart, '
+                  f'in {(time.time() - started) / 60:.1f} min; launches a side for 95 % power '
+                  f'at 10 % (new rule): {launches_needed(evaluated)}')
+    out = args.json or paths.REPORTS_DIR / 'bench' / f'gate-{time.strftime("%Y%m%dT%H%M%S")}.json'
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({'format_version': gate.FORMAT_VERSION, 'sizes': SIZES,
+                               'iters': ITERS, 'gap_s': args.gap, 'binding': binding,
+                               'sessions': sessions}, indent=1) + '\n')
+    console.print(f'commcheck: wrote the launches to {out}')
     return 0

@@ -8,6 +8,7 @@ and the tests all read these tables; none of them names a check or a program on 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 @dataclasses.dataclass(frozen=True)
 class Language:
@@ -82,6 +83,9 @@ class Experiment:
     quick_mode: tuple[str, ...] = ()
     #: Environment features beyond a language that the check selects on (see FEATURE_SOURCES).
     needs: tuple[str, ...] = ()
+    #: Key variable -> its hardware floor (a :data:`FLOOR_VARIABLES` name measured in the same
+    #: launch by the C and Fortran kernels): the gate judges MPI's own cost, value over floor.
+    floors: tuple[tuple[str, str], ...] = ()
 
 
 EXPERIMENTS = (
@@ -90,6 +94,8 @@ EXPERIMENTS = (
         seeds=('000', '001', '004'), section='p2p',
         key_variables=(('latency_8B', LOWER_IS_BETTER), ('latency_1024B', LOWER_IS_BETTER),
                        ('bw_1048576B', HIGHER_IS_BETTER)),
+        floors=(('latency_8B', 'floor_latency_8B'), ('latency_1024B', 'floor_latency_1024B'),
+                ('bw_1048576B', 'floor_bw_1048576B')),
         seed_mode=('iters=2000',), quick_mode=('iters=100', 'warmup=10')),
     Experiment(
         check='OsuPt2Pt', title='OSU Micro-Benchmarks point-to-point', kernels=(),
@@ -100,6 +106,7 @@ EXPERIMENTS = (
         check='ParkbenchComms', title='Parkbench COMMS1/COMMS2 Hockney fits',
         kernels=('pingpong', 'comms2'), seeds=('003',), section='hockney',
         key_variables=(('r_inf', HIGHER_IS_BETTER), ('t0', LOWER_IS_BETTER)),
+        floors=(('r_inf', 'floor_bw_1048576B'), ('t0', 'floor_latency_8B')),
         seed_mode=('iters=2000',), quick_mode=('iters=50', 'warmup=5')),
     Experiment(
         check='DerivedDatatypes', title='Derived datatypes', kernels=('dtype',),
@@ -128,6 +135,56 @@ EXPERIMENTS = (
 )
 
 BY_CHECK = {e.check: e for e in EXPERIMENTS}
+
+
+@dataclasses.dataclass(frozen=True)
+class FloorVariable:
+    """A hardware floor of the two-rank sweeps: ``<name>_<size>B`` from a ``FLOOR`` record
+    (src/kernels/common/cc_floor.h) of the same launch as the MPI figures."""
+
+    name: str                       #: ``floor_latency``: perf variables ``floor_latency_8B``...
+    field: str                      #: the FLOOR record's field
+    unit: str
+    direction: str
+    title: str
+
+    def variable(self, size: int) -> str:
+        return f'{self.name}_{size}B'
+
+
+FLOOR_VARIABLES = (
+    FloorVariable('floor_latency', 'oneway_us', 'us', LOWER_IS_BETTER,
+                  'one-way time of a message through shared memory (or TCP) without MPI'),
+    FloorVariable('floor_bw', 'bw_MBps', 'MB/s', HIGHER_IS_BETTER,
+                  'size over that one-way time: a copy bandwidth without MPI'),
+)
+#: Checks whose C and Fortran kernels measure the floor, and the languages that do not: the
+#: managed kernels (Java, Python) have none (a JIT and an interpreter between the program and
+#: the hardware; no shared segment outside MPI).
+FLOOR_LANGUAGES = ('c', 'fortran')
+_FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
+
+
+def floor_variable(variable: str) -> FloorVariable | None:
+    """The declaration a floor perf variable (``floor_bw_1048576B``) belongs to, or None."""
+    found = _FLOOR_NAME.match(variable)
+    if not found:
+        return None
+    return next((f for f in FLOOR_VARIABLES if f.name == found['name']), None)
+
+
+def floor_of(check: str, variable: str) -> str | None:
+    """The floor variable a key variable of ``check`` is judged against, if declared."""
+    exp = BY_CHECK.get(check)
+    return dict(exp.floors).get(variable) if exp else None
+
+
+def gated_variables(check: str) -> tuple[str, ...]:
+    """The key variables of ``check`` and their floors: what baseline and compare keep."""
+    exp = BY_CHECK.get(check)
+    if not exp:
+        return ()
+    return key_variables(check) + tuple(dict.fromkeys(f for _, f in exp.floors))
 
 #: Feature -> where an environment gets it: what `commcheck run` says when no environment has it.
 FEATURE_SOURCES = {
@@ -168,6 +225,9 @@ def direction(check: str, variable: str, unit: str = '') -> str | None:
         for name, way in exp.key_variables:
             if name == variable:
                 return way
+    floor = floor_variable(variable)
+    if floor:
+        return floor.direction
     base = variable.split('_')[0]
     if unit in _HIGHER_UNITS or variable in _HIGHER_NAMES or base in _HIGHER_NAMES:
         return HIGHER_IS_BETTER

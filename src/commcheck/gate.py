@@ -1,27 +1,48 @@
-"""The statistical gate: is a change of a performance variable real, and large enough to matter?
+"""The gate: did the MPI (or compiler, or library) get slower, or is the machine different today?
 
-For every variable (system, partition, environment, test, variable) the samples are launches:
-the baseline's and the run's. A change is flagged when both hold:
+Model. A launch's figure is the product of the machine's state in its session (placement,
+frequency, neighbours: it comes in regimes, so launches of one session are not independent
+samples of the machine) and of the software's own cost. The C and Fortran ping-pong and COMMS2
+kernels measure, in every launch, by the same two ranks on the same cores, the hardware floor
+(src/kernels/common/cc_floor.h: a message through shared memory, or TCP between nodes, without
+MPI). Per launch, MPI's own cost is the figure over its floor (``latency / floor_latency``,
+``floor_bw / bw``): a machine state that slows both cancels out of it.
 
-- it is significant: two-sided Mann-Whitney U test on the launch samples (scipy), with the
-  p-values of all variables compared together adjusted by Benjamini-Hochberg (false discovery
-  rate ``alpha``; in a session where nothing changed this bounds the chance that *any* variable
-  is flagged by ``alpha``);
-- it is large: the ratio of the medians is worse by more than ``min_effect`` (20 % by default),
-  so a significant small shift does not flag. Launches of one session share that session's
-  machine state, so two sessions of an unchanged stack differ by more than their launches
-  suggest: on the 2-core CI VM, a clean rerun one minute after the baseline moved the median
-  1 KiB latency by +11.6 % (p_adj 0.013) and 1 MiB bandwidth by -12.7 %. A site on quiet,
-  exclusive nodes lowers it (``--min-effect 0.05``).
+For a key variable with a floor the gate judges two quantities, each baseline against new:
+MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's Pinpoint):
 
-Direction comes from the table of experiments (latency and time up is worse, bandwidth down is
-worse). Each comparison carries a bootstrap 95 % confidence interval of the ratio of medians.
-Samples measured with another binding or placement than the baseline's are not compared.
+- DIFFERENT (``worse`` / ``better``): the confidence interval of the change of the median lies
+  wholly beyond the threshold (and, on launches, a rank test agrees);
+- SAME: the interval lies wholly inside +/- the threshold;
+- UNKNOWN: the interval straddles the threshold. Then ``launches_needed`` says how many
+  launches a side (sessions, where sessions are the unit) would decide if the spread stays as
+  observed: ``n * (half-width / margin)^2``, margin the distance of the estimate from the
+  threshold, never fewer than the rank test needs.
+
+The verdict (:func:`verdict`): ``MPI regressed`` (own cost worse, floor not), ``machine
+changed`` (floor moved, own cost not worse), ``both``, ``improved``, ``unchanged``, ``cannot
+tell``. Variables without a floor are judged on the raw value by the same rule (``regressed``).
+
+Intervals, on log values (so a change is a ratio), at the family-wise level 1 - alpha/m for m
+variables compared together (Bonferroni):
+
+- baseline of >= 3 sessions: sessions are the unit; the spread is that of the baseline's session
+  medians (robust: 1.4826 MAD), half-width z * sigma * sqrt(1/k_base + 1/k_new), never narrower
+  than the launch-level bootstrap;
+- baseline of 1 or 2 sessions: launch-level, percentile bootstrap of the difference of medians
+  (a median is what a bimodal placement does not fool), and a DIFFERENT also needs the
+  Mann-Whitney rank test at p < alpha/m (with 3 launches a side it cannot: cannot tell).
+
+Threshold (minimum effect), unless ``min_effect`` is given: from >= 3 baseline sessions,
+max(5 %, 3 x the robust between-session CV); from fewer, max(10 %, 2 x the robust CV of the
+baseline's launches). ``detectable`` is the smallest worsening the samples at hand could flag:
+threshold + half-width. Samples measured with another binding or placement are not compared.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections import Counter
 
@@ -31,21 +52,167 @@ from scipy import stats
 from commcheck import experiments
 from commcheck.history import Sample, key_label
 
-REGRESSED, IMPROVED, UNCHANGED = 'regressed', 'improved', 'unchanged'
-NO_BASELINE, TOO_FEW, NOT_COMPARABLE = 'no baseline', 'too few samples', 'not comparable'
-VERDICTS = (REGRESSED, IMPROVED, UNCHANGED, NO_BASELINE, TOO_FEW, NOT_COMPARABLE)
+FORMAT_VERSION = 2      #: of the JSON ``commcheck compare`` writes
+
+MPI_REGRESSED, BOTH, REGRESSED = 'MPI regressed', 'both', 'regressed'
+MACHINE_CHANGED, CANNOT_TELL = 'machine changed', 'cannot tell'
+IMPROVED, UNCHANGED, NO_BASELINE, NOT_COMPARABLE = (
+    'improved', 'unchanged', 'no baseline', 'not comparable')
+VERDICTS = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, CANNOT_TELL, IMPROVED, UNCHANGED,
+            NO_BASELINE, NOT_COMPARABLE)
+#: Verdicts that mean the software got slower: ``commcheck compare`` exits 1 on them.
+SOFTWARE_REGRESSED = (MPI_REGRESSED, BOTH, REGRESSED)
+#: Verdicts that decided something (``commcheck compare`` exits 3 when it has none).
+DECIDED = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, IMPROVED, UNCHANGED)
+WORSE, BETTER, SAME, UNKNOWN = 'worse', 'better', 'same', 'unknown'
 #: Provenance fields that must match for two samples to measure the same thing.
 SAME_SETUP = ('binding', 'placement')
+MAD_SIGMA = 1.4826          #: MAD to standard deviation of a normal distribution
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    min_effect: float = 0.20    #: relative change of the median below which nothing is flagged
-    alpha: float = 0.05         #: false discovery rate over the variables compared together
-    min_samples: int = 5        #: launches per side below which nothing is decided (with 4
-    #: a side the rank test cannot reach p < 0.05 once adjusted over a few variables)
-    n_boot: int = 4000          #: bootstrap resamples for the confidence interval
+    min_effect: float | None = None  #: the threshold; None: derived from the data (see above)
+    alpha: float = 0.05         #: family-wise false-alarm rate over the variables compared
+    min_samples: int = 3        #: launches a side below which nothing is computed
+    #: the derived threshold: max(floor, factor x robust CV), sessions or launches
+    session_floor: float = 0.05
+    session_factor: float = 3.0
+    launch_floor: float = 0.10
+    launch_factor: float = 2.0
+    min_sessions: int = 3       #: baseline sessions from which sessions are the unit
+    max_needed: int = 1000      #: launches needed above which "more than" is said
+    n_boot: int = 2000          #: bootstrap resamples
     seed: int = 20261122        #: fixed, so the same samples give the same interval
+
+    def threshold(self, between: float | None, within: float) -> float:
+        """The minimum effect as a log ratio: given, or from the spread between sessions
+        (``between``, when the baseline has enough) or between launches (``within``)."""
+        if self.min_effect is not None:
+            return math.log1p(self.min_effect)
+        if between is not None:
+            return max(math.log1p(self.session_floor), self.session_factor * between)
+        return max(math.log1p(self.launch_floor), self.launch_factor * within)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One three-outcome comparison, in log units, signed so that positive is worse."""
+    outcome: str
+    change: float                   #: log of the ratio of medians, worse positive
+    low: float
+    high: float
+    threshold: float
+    level: str                      #: 'sessions' or 'launches': the unit of the interval
+    needed: int | None = None       #: launches (or sessions) a side that would decide
+    p: float | None = None          #: Mann-Whitney U, launches
+
+    @property
+    def detectable(self) -> float:
+        """Smallest worsening (a fraction) these samples could call DIFFERENT."""
+        return math.expm1(self.threshold + (self.high - self.low) / 2)
+
+    def as_dict(self) -> dict:
+        return {'outcome': self.outcome, 'change': math.expm1(self.change),
+                'ci_low': math.expm1(self.low), 'ci_high': math.expm1(self.high),
+                'threshold': math.expm1(self.threshold), 'level': self.level,
+                'needed': self.needed, 'p': self.p, 'detectable': self.detectable}
+
+
+@dataclasses.dataclass
+class Series:
+    """A judged quantity's launches, as log values with worse up, with their sessions."""
+    values: list[float]
+    sessions: list[str]
+
+    def by_session(self) -> list[float]:
+        groups: dict[str, list[float]] = {}
+        for v, s in zip(self.values, self.sessions):
+            groups.setdefault(s, []).append(v)
+        return [statistics.median(g) for g in groups.values()]
+
+
+def _robust_sd(values: list[float]) -> float:
+    med = statistics.median(values)
+    return MAD_SIGMA * statistics.median(abs(v - med) for v in values)
+
+
+def _min_rank_launches(alpha: float) -> int:
+    """Launches a side (equal sides) at which Mann-Whitney can reach p < alpha at all."""
+    n = 1
+    while 2 / math.comb(2 * n, n) >= alpha:
+        n += 1
+    return n
+
+
+def _boot_halfwidth(base: list[float], new: list[float], level: float, settings: Settings):
+    """(low, high) of the percentile bootstrap of median(new) - median(base)."""
+    def diff(a, b, axis=-1):
+        return np.median(a, axis=axis) - np.median(b, axis=axis)
+    res = stats.bootstrap((np.asarray(new), np.asarray(base)), diff, vectorized=True,
+                          n_resamples=settings.n_boot, method='percentile', paired=False,
+                          confidence_level=level, rng=np.random.default_rng(settings.seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _needed(n: int, change: float, low: float, high: float, threshold: float,
+            settings: Settings) -> int | None:
+    """n * (half-width / margin)^2: launches (sessions) a side that would decide."""
+    margin = abs(abs(change) - threshold)
+    half = (high - low) / 2
+    if margin <= 1e-9 * max(threshold, 1e-12):
+        return None
+    return min(settings.max_needed + 1, max(n + 1, math.ceil(n * (half / margin) ** 2)))
+
+
+def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()) -> Outcome:
+    """The three-outcome comparison of one quantity (see the module's docstring)."""
+    level = 1 - settings.alpha / max(m, 1)
+    change = statistics.median(new.values) - statistics.median(base.values)
+    low, high = _boot_halfwidth(base.values, new.values, level, settings)
+    medians = base.by_session()
+    between = _robust_sd(medians) if len(medians) >= settings.min_sessions else None
+    threshold = settings.threshold(between, _robust_sd(base.values))
+    p = 1.0 if len(set(base.values) | set(new.values)) == 1 else float(
+        stats.mannwhitneyu(new.values, base.values, alternative='two-sided').pvalue)
+    n = min(len(base.values), len(new.values))
+    if between is not None:
+        below, above = change - low, high - change         # the launch-level half-widths
+        change = statistics.median(new.by_session()) - statistics.median(medians)
+        half = stats.norm.ppf(1 - (1 - level) / 2) * between * math.sqrt(
+            1 / len(medians) + 1 / len(new.by_session()))
+        low, high = change - max(half, below), change + max(half, above)
+        out = Outcome(UNKNOWN, change, low, high, threshold, 'sessions', p=p)
+        n = max(len(medians), len(new.by_session()))
+        rank_ok, rank_n = True, 0
+    else:
+        out = Outcome(UNKNOWN, change, low, high, threshold, 'launches', p=p)
+        rank_n = _min_rank_launches(1 - level)
+        rank_ok = p < 1 - level
+    if low > threshold and rank_ok:
+        out.outcome = WORSE
+    elif high < -threshold and rank_ok:
+        out.outcome = BETTER
+    elif -threshold < low and high < threshold:
+        out.outcome = SAME
+    else:
+        need = _needed(n, change, low, high, threshold, settings)
+        out.needed = None if need is None else max(need, rank_n)
+    return out
+
+
+def verdict(cost: Outcome, floor: Outcome | None) -> str:
+    """The verdict from MPI's own cost (or the raw value, without a floor) and the floor."""
+    if floor is None:
+        return {WORSE: REGRESSED, BETTER: IMPROVED, SAME: UNCHANGED,
+                UNKNOWN: CANNOT_TELL}[cost.outcome]
+    if cost.outcome == WORSE:
+        return BOTH if floor.outcome == WORSE else MPI_REGRESSED
+    if cost.outcome == UNKNOWN:
+        return CANNOT_TELL
+    if floor.outcome in (WORSE, BETTER):
+        return MACHINE_CHANGED
+    return IMPROVED if cost.outcome == BETTER else UNCHANGED
 
 
 @dataclasses.dataclass
@@ -55,11 +222,11 @@ class Comparison:
     direction: str | None
     base: list[float]
     new: list[float]
-    verdict: str = UNCHANGED
-    ratio: float | None = None          #: median(new) / median(base)
-    ci: tuple[float, float] | None = None
-    p: float | None = None
-    p_adj: float | None = None
+    verdict: str = CANNOT_TELL
+    ratio: float | None = None          #: median(new) / median(base), the raw figure
+    cost: Outcome | None = None         #: MPI's own cost (value over floor), or the raw value
+    floor: Outcome | None = None        #: the floor, where the variable has one
+    floor_variable: str | None = None
     note: str = ''
     provenance_changes: dict = dataclasses.field(default_factory=dict)
 
@@ -75,6 +242,10 @@ class Comparison:
     def change(self) -> float | None:
         return None if self.ratio is None else self.ratio - 1.0
 
+    @property
+    def launches_needed(self) -> int | None:
+        return self.cost.needed if self.cost and self.verdict == CANNOT_TELL else None
+
     def as_dict(self) -> dict:
         system, partition, environ, test, variable = self.key
         return {'system': system, 'partition': partition, 'environ': environ, 'test': test,
@@ -82,32 +253,17 @@ class Comparison:
                 'direction': self.direction, 'verdict': self.verdict,
                 'n_base': len(self.base), 'n_new': len(self.new),
                 'median_base': _median(self.base), 'median_new': _median(self.new),
-                'change': self.change, 'ci_low': self.ci[0] - 1 if self.ci else None,
-                'ci_high': self.ci[1] - 1 if self.ci else None, 'p': self.p,
-                'p_adj': self.p_adj, 'note': self.note,
+                'change': self.change, 'floor_variable': self.floor_variable,
+                'judged': 'MPI cost (value over floor)' if self.floor else 'value',
+                'cost': self.cost.as_dict() if self.cost else None,
+                'floor': self.floor.as_dict() if self.floor else None,
+                'detectable': self.cost.detectable if self.cost else None,
+                'launches_needed': self.launches_needed, 'note': self.note,
                 'provenance_changes': self.provenance_changes}
 
 
 def _median(values):
     return statistics.median(values) if values else None
-
-
-def bh_adjust(pvalues: list[float]) -> list[float]:
-    """Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1)."""
-    if not pvalues:
-        return []
-    return list(stats.false_discovery_control(np.asarray(pvalues, dtype=float), method='bh'))
-
-
-def ratio_ci(base: list[float], new: list[float], settings: Settings) -> tuple[float, float]:
-    """Percentile bootstrap 95 % interval of median(new) / median(base)."""
-    def ratio(a, b, axis=-1):
-        return np.median(a, axis=axis) / np.median(b, axis=axis)
-    res = stats.bootstrap((np.asarray(new, float), np.asarray(base, float)), ratio,
-                          n_resamples=settings.n_boot, method='percentile', vectorized=True,
-                          paired=False, rng=np.random.default_rng(settings.seed))
-    low, high = res.confidence_interval
-    return float(low), float(high)
 
 
 def _setup(samples: list[Sample]) -> dict[str, str]:
@@ -126,56 +282,104 @@ def provenance_changes(base: list[Sample], new: list[Sample]) -> dict[str, tuple
             if before.get(k, '') != after.get(k, '') and k not in ignore}
 
 
+def _worse_up(value: float, direction: str) -> float:
+    return math.log(value) if direction == experiments.LOWER_IS_BETTER else -math.log(value)
+
+
+def pair(values: list[Sample], floors: list[Sample]) -> list[tuple[Sample, Sample]]:
+    """Each launch's value with the floor measured in the same launch (same session and job
+    completion time; in stored order where times do not tell launches apart)."""
+    by_launch = {(f.session, f.time): f for f in floors}
+    if len(by_launch) == len(floors) == len({(v.session, v.time) for v in values}):
+        return [(v, by_launch[(v.session, v.time)]) for v in values
+                if (v.session, v.time) in by_launch]
+    return list(zip(values, floors)) if len(values) == len(floors) else []
+
+
+def series(samples: list[Sample], direction: str) -> Series:
+    return Series([_worse_up(s.value, direction) for s in samples], [s.session for s in samples])
+
+
+def cost_series(pairs: list[tuple[Sample, Sample]], direction: str) -> Series:
+    """MPI's own cost per launch, log(value / floor) with worse up for either direction."""
+    return Series([_worse_up(v.value / f.value, direction) for v, f in pairs],
+                  [v.session for v, _ in pairs])
+
+
+def _unjudgeable(comp: Comparison, then: list[Sample], now: list[Sample],
+                 settings: Settings) -> bool:
+    """Sets the verdict of a comparison that cannot be made (and says why); False otherwise."""
+    if not then:
+        comp.verdict = NO_BASELINE
+        return True
+    comp.provenance_changes = provenance_changes(then, now)
+    differ = [f for f in SAME_SETUP if f in comp.provenance_changes]
+    if comp.direction is None:
+        comp.verdict, comp.note = NOT_COMPARABLE, 'no direction (not a performance figure)'
+    elif differ:
+        comp.verdict = NOT_COMPARABLE
+        comp.note = '; '.join(f'{f} {comp.provenance_changes[f][0]} -> '
+                              f'{comp.provenance_changes[f][1]}' for f in differ)
+    elif min(comp.base + comp.new) <= 0:
+        comp.verdict, comp.note = NOT_COMPARABLE, 'a value not positive'
+    elif min(len(comp.base), len(comp.new)) < settings.min_samples:
+        comp.verdict = CANNOT_TELL
+    else:
+        return False
+    return True
+
+
+def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Settings) -> None:
+    """Judges one key variable: MPI's own cost and the floor where both sides have floors of
+    the same launches, else the raw value."""
+    comp.floor_variable = experiments.floor_of(comp.check, comp.variable)
+    fkey = comp.key[:4] + (comp.floor_variable,)
+    pairs_then = pair(then, base.get(fkey, [])) if comp.floor_variable else []
+    pairs_now = pair(now, new.get(fkey, [])) if comp.floor_variable else []
+    if min(len(pairs_then), len(pairs_now)) >= settings.min_samples:
+        fdir = experiments.floor_variable(comp.floor_variable).direction
+        comp.cost = judge(cost_series(pairs_then, comp.direction),
+                          cost_series(pairs_now, comp.direction), m, settings)
+        comp.floor = judge(series([f for _, f in pairs_then], fdir),
+                           series([f for _, f in pairs_now], fdir), m, settings)
+    else:
+        if comp.floor_variable:
+            comp.note = f'no {comp.floor_variable} on both sides: judged on the value'
+            comp.floor_variable = None
+        comp.cost = judge(series(then, comp.direction), series(now, comp.direction), m,
+                          settings)
+    comp.verdict = verdict(comp.cost, comp.floor)
+    if comp.verdict == CANNOT_TELL:
+        need = comp.cost.needed
+        unit = comp.cost.level
+        said = (f'about {need} {unit} a side would decide' if need and
+                need <= settings.max_needed else f'more than {settings.max_needed} '
+                f'{unit} a side would be needed' if need else 'on the threshold')
+        comp.note = '; '.join(x for x in (said, comp.note) if x)
+
+
 def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
             settings: Settings = Settings()) -> list[Comparison]:
-    """One :class:`Comparison` per variable of ``new``; keys absent from ``base`` say so."""
-    out, tested = [], []
+    """One :class:`Comparison` per variable of ``new`` (floor variables are judged with the
+    variable they are the floor of, not on their own); keys absent from ``base`` say so."""
+    out, todo = [], []
     for key in sorted(new):
+        if experiments.floor_variable(key[4]):
+            continue
         now, then = new[key], base.get(key, [])
-        unit = now[0].unit
-        comp = Comparison(key=key, unit=unit,
-                          direction=experiments.direction(now[0].check, key[4], unit),
+        comp = Comparison(key=key, unit=now[0].unit,
+                          direction=experiments.direction(now[0].check, key[4], now[0].unit),
                           base=[s.value for s in then], new=[s.value for s in now])
         out.append(comp)
-        if not then:
-            comp.verdict = NO_BASELINE
+        if _unjudgeable(comp, then, now, settings):
+            if comp.verdict == CANNOT_TELL:
+                comp.note = (f'{len(comp.base)} baseline and {len(comp.new)} new launches; '
+                             f'need {settings.min_samples} each (reframe --repeat N)')
             continue
-        comp.provenance_changes = provenance_changes(then, now)
-        differ = [f for f in SAME_SETUP if f in comp.provenance_changes]
-        if comp.direction is None:
-            comp.verdict, comp.note = NOT_COMPARABLE, 'no direction (not a performance figure)'
-            continue
-        if differ:
-            comp.verdict = NOT_COMPARABLE
-            comp.note = '; '.join(f'{f} {comp.provenance_changes[f][0]} -> '
-                                  f'{comp.provenance_changes[f][1]}' for f in differ)
-            continue
-        if min(len(comp.base), len(comp.new)) < settings.min_samples:
-            comp.verdict = TOO_FEW
-            comp.note = (f'{len(comp.base)} baseline and {len(comp.new)} new launches; '
-                         f'need {settings.min_samples} each (reframe --repeat N)')
-            continue
-        mb, mn = _median(comp.base), _median(comp.new)
-        if mb <= 0 or mn <= 0:
-            comp.verdict, comp.note = NOT_COMPARABLE, 'median not positive'
-            continue
-        comp.ratio = mn / mb
-        if len(set(comp.base) | set(comp.new)) == 1:
-            comp.p = 1.0
-        else:
-            comp.p = float(stats.mannwhitneyu(comp.new, comp.base,
-                                              alternative='two-sided').pvalue)
-        comp.ci = ratio_ci(comp.base, comp.new, settings)
-        tested.append(comp)
-    for comp, p_adj in zip(tested, bh_adjust([c.p for c in tested])):
-        comp.p_adj = float(p_adj)
-        worse = comp.ratio if comp.direction == experiments.LOWER_IS_BETTER else 1 / comp.ratio
-        if comp.p_adj < settings.alpha and worse > 1 + settings.min_effect:
-            comp.verdict = REGRESSED
-        elif comp.p_adj < settings.alpha and worse < 1 / (1 + settings.min_effect):
-            comp.verdict = IMPROVED
-        else:
-            comp.verdict = UNCHANGED
+        comp.ratio = _median(comp.new) / _median(comp.base)
+        todo.append((comp, then, now))
+    for comp, then, now in todo:
+        _judge_one(comp, then, now, base, new, len(todo), settings)
     return out
 
 
@@ -185,6 +389,10 @@ def counts(comparisons: list[Comparison]) -> dict[str, int]:
 
 
 def describe(comp: Comparison) -> str:
-    ci = f' [{comp.ci[0] - 1:+.1%}, {comp.ci[1] - 1:+.1%}]' if comp.ci else ''
-    change = f' {comp.change:+.1%}{ci}' if comp.change is not None else ''
-    return f'{comp.verdict:>15}  {key_label(comp.key)}{change}'
+    change = f' {comp.change:+.1%}' if comp.change is not None else ''
+    cost = ''
+    if comp.cost:
+        what = 'MPI cost' if comp.floor else 'value'
+        cost = (f' ({what} {math.expm1(comp.cost.change):+.1%} [{math.expm1(comp.cost.low):+.1%},'
+                f' {math.expm1(comp.cost.high):+.1%}] worse-positive)')
+    return f'{comp.verdict:>15}  {key_label(comp.key)}{change}{cost}'

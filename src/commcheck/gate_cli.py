@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -14,7 +16,6 @@ from commcheck import baseline, experiments, gate, history, paths, sample_index,
 from commcheck.history import HistoryError
 
 EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED = 0, 1, 3
-import sys  # noqa: E402
 
 # A terminal's own width; in a CI log or a pipe, wide enough that rows stay one line.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
@@ -28,7 +29,7 @@ def _keep_key(key: tuple, unit: str, everything: bool) -> bool:
     check, variable = key[3].split()[0], key[4]
     if everything:
         return experiments.direction(check, variable, unit) is not None
-    return variable in experiments.key_variables(check)
+    return variable in experiments.gated_variables(check)
 
 
 def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
@@ -81,28 +82,82 @@ def _num(value) -> str:
     return '-' if value is None else f'{value:.4g}'
 
 
+def _pct(value) -> str:
+    return '-' if value is None else f'{value:+.1%}'
+
+
+def _outcome(out: gate.Outcome | None) -> str:
+    """An outcome's change and interval, as fractions (worse positive)."""
+    if out is None:
+        return '-'
+    return (f'{math.expm1(out.change):+.1%} [{math.expm1(out.low):+.1%}, '
+            f'{math.expm1(out.high):+.1%}]')
+
+
+STYLES = {gate.MPI_REGRESSED: 'bold red', gate.BOTH: 'bold red', gate.REGRESSED: 'bold red',
+          gate.MACHINE_CHANGED: 'bold yellow', gate.IMPROVED: 'green', gate.CANNOT_TELL: 'cyan'}
+
+
 def _table(comparisons, title: str) -> Table:
     table = Table(title=title, show_lines=False, header_style='bold')
     for col, justify in (('verdict', 'left'), ('environ', 'left'), ('test', 'left'),
                          ('variable', 'left'), ('baseline', 'right'), ('now', 'right'),
-                         ('change', 'right'), ('95% CI', 'right'), ('n', 'right'),
-                         ('p adj', 'right'), ('what else changed', 'left')):
+                         ('change', 'right'), ('MPI cost (or value), worse +', 'right'),
+                         ('floor, worse +', 'right'), ('threshold', 'right'),
+                         ('detectable', 'right'), ('n', 'right'), ('note', 'left')):
         table.add_column(col, justify=justify, overflow='fold')
     order = {v: i for i, v in enumerate(gate.VERDICTS)}
     for c in sorted(comparisons, key=lambda c: (order[c.verdict], c.key)):
         d = c.as_dict()
-        style = {'regressed': 'red', 'improved': 'green'}.get(c.verdict, '')
-        changes = '; '.join(f'{k} {a} -> {b}' for k, (a, b) in c.provenance_changes.items())
+        style = STYLES.get(c.verdict, '')
         table.add_row(
             f'[{style}]{c.verdict}[/{style}]' if style else c.verdict, d['environ'], d['test'],
-            f"{d['variable']} ({c.unit})",
-            _num(d['median_base']), _num(d['median_new']),
-            f"{d['change']:+.1%}" if d['change'] is not None else '-',
-            f"[{d['ci_low']:+.1%}, {d['ci_high']:+.1%}]" if d['ci_low'] is not None else '-',
-            f"{d['n_base']}/{d['n_new']}",
-            f"{d['p_adj']:.2g}" if d['p_adj'] is not None else '-',
-            c.note or changes)
+            f"{d['variable']} ({c.unit})", _num(d['median_base']), _num(d['median_new']),
+            _pct(d['change']), _outcome(c.cost), _outcome(c.floor),
+            f'{math.expm1(c.cost.threshold):.1%} ({c.cost.level})' if c.cost else '-',
+            f'>= {c.cost.detectable:.0%}' if c.cost else '-',
+            f"{d['n_base']}/{d['n_new']}", c.note)
     return table
+
+
+def _what_changed(comparisons) -> None:
+    """One line per environment and set of provenance changes, under the table (a line a
+    reader, and grep, can find whole)."""
+    seen: dict[tuple, list[str]] = {}
+    for c in comparisons:
+        if c.provenance_changes and c.verdict not in (gate.NO_BASELINE,):
+            changes = tuple(f'{k} {a} -> {b}' for k, (a, b) in c.provenance_changes.items())
+            seen.setdefault((c.key[2], changes), []).append(f'{c.variable} {c.verdict}')
+    for (environ, changes), what in seen.items():
+        console.print(f'what else changed, {environ}: {"; ".join(changes)} '
+                      f'({", ".join(what)})', soft_wrap=True)
+
+
+def exit_code(comparisons, fail_on_machine_change: bool = False) -> int:
+    """1 when the software regressed (or the machine changed and the site asked to fail on
+    it), 3 when nothing could be decided, else 0."""
+    verdicts = {c.verdict for c in comparisons}
+    if verdicts & set(gate.SOFTWARE_REGRESSED):
+        return EXIT_REGRESSED
+    if fail_on_machine_change and gate.MACHINE_CHANGED in verdicts:
+        return EXIT_REGRESSED
+    return EXIT_OK if verdicts & set(gate.DECIDED) else EXIT_UNDECIDED
+
+
+def _explain(comparisons, settings: gate.Settings) -> None:
+    machine = [c for c in comparisons if c.verdict == gate.MACHINE_CHANGED]
+    if machine:
+        console.print(f'[bold yellow]MACHINE CHANGED[/bold yellow]: the hardware floor moved '
+                      f'for {len(machine)} variable(s) while MPI\'s own cost did not get worse '
+                      f'(' + ', '.join(f'{c.key[2]} {c.variable}' for c in machine[:6])
+                      + '): the node is different today, not the software.')
+    effect = (f'{settings.min_effect:.0%} (given)' if settings.min_effect is not None else
+              'derived per variable (threshold column)')
+    console.print(f'Three outcomes per quantity: DIFFERENT when the {1 - settings.alpha:.0%} '
+                  f'family-wise interval of the change lies beyond the threshold, SAME when it '
+                  f'lies inside it, else cannot tell. Threshold: {effect}. With a floor, MPI\'s '
+                  f'own cost (value over the floor of the same launch) and the floor are judged '
+                  f'apart.')
 
 
 def compare(args) -> int:
@@ -126,28 +181,27 @@ def compare(args) -> int:
         now = history.group(judged)
         base, against = _baseline_samples(args, judged, db)
     given = {'min_effect': args.min_effect, 'alpha': args.alpha, 'min_samples': args.min_samples}
+    fail_on_machine = bool(getattr(args, 'fail_on_machine_change', False))
     settings = gate.Settings(**{k: v for k, v in given.items() if v is not None})
-    with console.status('comparing (Mann-Whitney U, bootstrap intervals)...'):
+    with console.status('comparing (bootstrap intervals, rank tests)...'):
         comparisons = gate.compare(base, now, settings)
     counts = gate.counts(comparisons)
-    regressed = [c for c in comparisons if c.verdict == gate.REGRESSED]
+    regressed = [c for c in comparisons if c.verdict in gate.SOFTWARE_REGRESSED]
     since = {} if args.environ else _since(regressed, db)
     console.print(_table(comparisons, f'commcheck compare: {label} against {against}'))
+    _what_changed(comparisons)
     console.print('  '.join(f'{v}: {n}' for v, n in counts.items() if n))
-    console.print(f'Flagged when Benjamini-Hochberg adjusted p < {settings.alpha} over '
-                  f'{sum(c.p_adj is not None for c in comparisons)} variables and the median '
-                  f'moved by more than {settings.min_effect:.0%} the worse way.')
+    _explain(comparisons, settings)
     out = args.json or paths.REPORTS_DIR / 'gate' / f'{judged_sessions[-1].uuid}.json'
-    record = {'sessions': [s.uuid for s in judged_sessions], 'against': against,
-              'settings': vars(settings), 'counts': counts,
+    record = {'format_version': gate.FORMAT_VERSION,
+              'sessions': [s.uuid for s in judged_sessions], 'against': against,
+              'settings': {**vars(settings), 'fail_on_machine_change': fail_on_machine},
+              'counts': counts,
               'comparisons': [{**c.as_dict(), 'since': since.get(c.key)} for c in comparisons]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1, default=str) + '\n')
     console.print(f'commcheck: wrote {out}')
-    if regressed:
-        return EXIT_REGRESSED
-    decided = counts[gate.UNCHANGED] + counts[gate.IMPROVED]
-    return EXIT_OK if decided else EXIT_UNDECIDED
+    return exit_code(comparisons, fail_on_machine)
 
 
 def _groups(index: sample_index.SampleIndex, sessions: list, everything: bool, pattern):

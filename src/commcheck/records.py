@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-RECORD_TYPES = ('META', 'DATA', 'RESULT', 'PASS')
+RECORD_TYPES = ('META', 'DATA', 'RESULT', 'PASS', 'FLOOR')
 
 
 class RecordError(ValueError):

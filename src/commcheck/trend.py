@@ -21,6 +21,8 @@ from scipy import stats
 
 from commcheck import experiments
 from commcheck.gate import Settings, provenance_changes
+
+TREND_MIN_EFFECT = 0.20     #: smallest shift of the median a change point must show
 from commcheck.history import Sample, Session
 
 
@@ -119,6 +121,8 @@ def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
     if len(points) < min_points:
         return []
     found, start = [], 0
+    # The gate derives its threshold per comparison; change points keep a fixed one.
+    min_effect = TREND_MIN_EFFECT if settings.min_effect is None else settings.min_effect
     bounds = _candidates([p.value for p in points]) + [len(points)]
     for cut, end in zip(bounds, bounds[1:]):
         before = [s for p in points[start:cut] for s in p.samples]
@@ -128,7 +132,7 @@ def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
         ratio = a_med / b_med
         p = float(stats.mannwhitneyu([s.value for s in after], [s.value for s in before],
                                      alternative='two-sided').pvalue)
-        if p < settings.alpha and abs(math.log(ratio)) > math.log(1 + settings.min_effect):
+        if p < settings.alpha and abs(math.log(ratio)) > math.log(1 + min_effect):
             direction = experiments.direction(key[3].split()[0], key[4], before[0].unit)
             worse = None if direction is None else (
                 ratio > 1 if direction == experiments.LOWER_IS_BETTER else ratio < 1)

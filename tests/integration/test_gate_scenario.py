@@ -1,11 +1,20 @@
 """The acceptance scenario a site lives, for real: baseline, clean rerun, real degradations.
 
-A baseline is recorded from repeated launches on both Debian stacks; a clean rerun passes the
-gate; then each stack is really degraded: Open MPI forced off shared memory
-(``OMPI_MCA_btl=self,tcp``), and MPICH's two ranks confined to one core by a cpuset cgroup
-(what a scheduler's cpuset does; MPI binding cannot escape it); ``commcheck compare`` must
-flag that stack's latency and bandwidth and exit 1, naming what else changed. No mocks: real
-ReFrame sessions, real MPI, real kernels.
+A baseline is recorded from repeated launches on both Debian stacks (with the hardware floor of
+every launch); a clean rerun never reads "MPI regressed" (it may read unchanged, cannot tell or
+machine changed: the machine is shared, and which it reads depends on its regime, so the test
+asserts only what holds in every regime); then each stack is really degraded: Open MPI forced
+off shared memory (``OMPI_MCA_btl=self,tcp``: the software's own cost, the floor untouched)
+must read "MPI regressed" (or "both", if the machine moved too) and exit 1, naming what else
+changed; MPICH's two ranks confined to one core by a cpuset cgroup (what a scheduler's cpuset
+does; MPI binding cannot escape it) slows the floor too, so it must read a changed machine (or
+both), and exit 1 with ``--fail-on-machine-change``. No mocks: real ReFrame sessions, real
+MPI, real kernels.
+
+ReFrame's own one-launch ``$ref`` bounds, written by ``commcheck baseline``, catch gross
+breakage only (a factor 2 at least): they fail the Open MPI TCP run (8 B latency 20x and more),
+and a clean rerun on a shared VM may still have one launch beyond them (seen: 1 MiB at 27 % of
+the baseline median), which is why the verdict is ``commcheck compare``'s, not ReFrame's.
 
 Not here: MPICH's UCX forced onto TCP (``UCX_TLS=tcp,self``). It is flagged (+840 % 8 B
 latency, all six key variables, measured by hand), but Debian's MPICH 4.0.2 then hangs in
@@ -52,9 +61,12 @@ def gate_json(env) -> dict:
     return json.loads(newest.read_text())
 
 
-def flagged(record: dict, environ: str) -> set[str]:
+SOFTWARE = {'MPI regressed', 'both', 'regressed'}
+
+
+def flagged(record: dict, environ: str, verdicts=frozenset(SOFTWARE)) -> set[str]:
     return {c['variable'] for c in record['comparisons']
-            if c['verdict'] == 'regressed' and c['environ'] == environ}
+            if c['verdict'] in verdicts and c['environ'] == environ}
 
 
 @pytest.fixture(scope='module')
@@ -72,7 +84,7 @@ def site_env(tmp_path_factory):
     base_line = subprocess.run([commcheck_cmd(), 'baseline', '--last', '1'], env=env,
                                capture_output=True, text=True, timeout=600)
     assert base_line.returncode == 0, base_line.stderr
-    assert 'baselined 6 variable(s)' in base_line.stdout
+    assert 'baselined 12 variable(s)' in base_line.stdout    # 6 key variables, 6 floors
     return env
 
 
@@ -90,19 +102,22 @@ def test_a_clean_rerun_is_not_flagged(site_env):
     assert done.returncode == 0 or ('failed to meet reference' in done.stdout and
                                     'sanity error' not in done.stdout), done.stdout[-3000:]
     gate = compare(site_env)
-    assert gate.returncode == 0, gate.stdout[-3000:] + gate.stderr
+    assert gate.returncode in (0, 3), gate.stdout[-3000:] + gate.stderr
     record = gate_json(site_env)
-    assert record['counts']['regressed'] == 0
-    assert record['counts']['unchanged'] + record['counts']['improved'] == 6
+    assert record['format_version'] == 2
+    assert not any(record['counts'][v] for v in SOFTWARE), gate.stdout[-3000:]
+    assert len(record['comparisons']) == 6
+    assert all(c['floor_variable'] and c['detectable'] > 0 for c in record['comparisons'])
 
 
-def _degraded(site_env, environ, extra_env, preexec=None, said='failed to meet reference'):
+def _degraded(site_env, environ, extra_env, preexec=None, said='failed to meet reference',
+              compare_args=()):
     env = dict(site_env, **extra_env)
     done = reframe(env, '-p', f'^{environ}$', preexec=preexec)
     # ReFrame's own gate, on the references `commcheck baseline` wrote, fails the run too (or
     # the check's own finding, where what was measured is not comparable).
     assert done.returncode != 0 and said in done.stdout, done.stdout[-2000:]
-    gate = compare(site_env)
+    gate = compare(site_env, *compare_args)
     assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr
     record = gate_json(site_env)
     return record, gate.stdout
@@ -110,9 +125,11 @@ def _degraded(site_env, environ, extra_env, preexec=None, said='failed to meet r
 
 def test_open_mpi_off_shared_memory_is_flagged(site_env):
     record, out = _degraded(site_env, DEBIAN['openmpi'], {'OMPI_MCA_btl': 'self,tcp'})
-    assert {'latency_8B', 'latency_1024B'} <= flagged(record, DEBIAN['openmpi'])
+    assert {'latency_8B', 'latency_1024B'} <= flagged(record, DEBIAN['openmpi'],
+                                                      {'MPI regressed', 'both'})
+    assert not flagged(record, DEBIAN['mpich'])         # the other stack was not touched
     changes = [c['provenance_changes'] for c in record['comparisons']
-               if c['verdict'] == 'regressed']
+               if c['verdict'] in SOFTWARE]
     assert all(ch.get('env.OMPI_MCA_btl') == ['', 'self,tcp'] for ch in changes)
     assert 'env.OMPI_MCA_btl  -> self,tcp' in out
 
@@ -133,13 +150,17 @@ def test_both_ranks_on_one_core_is_flagged_and_said(site_env):
     try:
         # MPICH: Open MPI refuses to start 2 ranks on a 1-CPU cpuset (not enough slots).
         record, _ = _degraded(site_env, DEBIAN['mpich'], {}, said='ran confined to 1 CPU',
-                              preexec=lambda: (group / 'tasks').write_text(str(os.getpid())))
+                              preexec=lambda: (group / 'tasks').write_text(str(os.getpid())),
+                              compare_args=('--fail-on-machine-change',))
     finally:
         subprocess.run(['sh', '-c', f'cat {group}/tasks > {CPUSET}/tasks 2>/dev/null; '
                                     f'rmdir {group}'], check=False)
-    assert {'latency_8B', 'bw_1048576B'} <= flagged(record, DEBIAN['mpich'])
+    # Latency on one core is orders of magnitude worse in any regime; 1 MiB bandwidth may be
+    # undecidable against a baseline recorded on a busy VM (its threshold follows the spread).
+    moved = {'machine changed', 'both', 'MPI regressed'}
+    assert {'latency_8B', 'latency_1024B'} <= flagged(record, DEBIAN['mpich'], moved)
     changes = [c['provenance_changes'] for c in record['comparisons']
-               if c['verdict'] == 'regressed']
+               if c['verdict'] in moved and c['environ'] == DEBIAN['mpich']]
     assert all(ch.get('affinity_cpus') == ['2', '1'] for ch in changes), changes
     runs = sorted((Path(site_env['COMMCHECK_REPORTS']) / 'runs').glob('*.json'),
                   key=lambda p: p.stat().st_mtime)
@@ -152,7 +173,7 @@ def test_environments_compared_within_a_session(site_env):
     """The upgrade question, on two stacks measured in one session."""
     gate = compare(site_env, '--session', _first_session(site_env), '--environ',
                    DEBIAN['mpich'], '--against', DEBIAN['openmpi'])
-    assert gate.returncode in (0, 1), gate.stderr
+    assert gate.returncode in (0, 1, 3), gate.stderr
     record = gate_json(site_env)
     assert {c['environ'] for c in record['comparisons']} == {
         f'{DEBIAN["openmpi"]} vs {DEBIAN["mpich"]}'}

@@ -240,6 +240,31 @@ MESSAGE_MUTANTS = [
            COMMS2_RUNS),
 ]
 
+# ---- the hardware floor (common/cc_floor.c), shared by the C and Fortran sweeps --------------
+# Floor messages are numbered across sizes: with the test's sizes (1:4096, floor at 1, 8, 1 KiB
+# and 4 KiB, 22 round trips each) message 30 is a timed round trip of the 8 B floor.
+FLOOR_STAMP = '    cc_payload_stamp(f->mine + LINE, size, f->rank, seq);\n'
+FLOOR_PUBLISH = '    atomic_store_explicit(flag(f->mine), seq, memory_order_release);\n'
+FLOOR_TCP_STAMP = '    cc_payload_stamp(f->sbuf, size, f->rank, seq);\n'
+FLOOR_RUNS = ((2, PINGPONG_TEST), (2, PINGPONG_CHECK))
+FLOOR_TCP_RUNS = ((2, (*PINGPONG_TEST, '--floor', 'tcp')),)
+FLOOR_MUTANTS = [
+    mutant for lang in ('c', 'f') for mutant in (
+        Mutant('floor-stale-message', 'pingpong', lang,
+               'shared-memory floor: message 30 is published without re-stamping it',
+               (('common/cc_floor.c', FLOOR_STAMP, '    if (seq != 30)\n    ' + FLOOR_STAMP),),
+               FLOOR_RUNS),
+        Mutant('floor-wrong-flag', 'pingpong', lang,
+               'shared-memory floor: message 30 is published with the next number',
+               (('common/cc_floor.c', FLOOR_PUBLISH, FLOOR_PUBLISH.replace(
+                   'seq, memory', 'seq == 30 ? seq + 1 : seq, memory')),),
+               FLOOR_RUNS),
+        Mutant('floor-tcp-stale-message', 'pingpong', lang,
+               'TCP floor: message 30 is sent without re-stamping it',
+               (('common/cc_floor.c', FLOOR_TCP_STAMP,
+                 '    if (seq != 30)\n    ' + FLOOR_TCP_STAMP),),
+               FLOOR_TCP_RUNS))]
+
 # ---- dtype, stream, fptr -----------------------------------------------------------------
 OTHER_MUTANTS = [
     Mutant('recv-vector-stride', 'dtype', 'c',
@@ -268,7 +293,7 @@ OTHER_MUTANTS = [
            ((1, ('--variant', 'alloc', *FPTR_TEST)), (1, ('--variant', 'alloc', *FPTR_CHECK)))),
 ]
 
-MUTANTS = STENCIL_MUTANTS + MESSAGE_MUTANTS + OTHER_MUTANTS
+MUTANTS = STENCIL_MUTANTS + MESSAGE_MUTANTS + FLOOR_MUTANTS + OTHER_MUTANTS
 CHECK_SIZED_TIMEOUT, TEST_SIZED_TIMEOUT = 300, 120
 
 

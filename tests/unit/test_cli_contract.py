@@ -158,6 +158,8 @@ def bad_values(action, world: Path) -> list[tuple[str, bool]]:
                 (str(world / 'unreadable'), True)]
     elif kind is options.fraction:
         out += [('0', False), ('1.5', False), ('abc', False), ('nan', False)]
+    elif kind is options.positive_number:
+        out += [('0', False), ('-1', False), ('abc', False), ('inf', False)]
     elif kind is options.date:
         out += [('yesterday', False), ('2024-13-40', False)]
     elif kind is options.pattern:

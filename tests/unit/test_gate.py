@@ -6,12 +6,13 @@ too few launches decide nothing), not about this machine's speed.
 """
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
 import yaml
 
-from commcheck import baseline, experiments, gate, references, trend
+from commcheck import baseline, bench_gate, experiments, gate, gate_cli, references, trend
 from commcheck.history import Sample, Session, group
 
 KEY = ('sys', 'part', 'gnu-mpich4', 'PingPong %lang=c', 'latency_8B')
@@ -34,16 +35,46 @@ def verdict(base, new, **settings):
     return comp
 
 
+FLOOR = KEY[:4] + ('floor_latency_8B',)
+
+
+def launches(n, seed, machine=1.0, mpi=1.0, regime_cv=0.10):
+    """Synthetic launches of a floored latency: each launch's machine state (lognormal) slows
+    floor and MPI alike; MPI's own cost is 3x the floor times ``mpi``, with its own noise."""
+    rng = np.random.default_rng(seed)
+    state = machine * np.exp(rng.normal(0, regime_cv, n))
+    floor = 0.1 * state * np.exp(rng.normal(0, 0.02, n))
+    value = floor * 3 * mpi * np.exp(rng.normal(0, 0.03, n))
+    return list(value), list(floor)
+
+
+def floored(base, new, session_base='b', session_new='n', **settings):
+    (bv, bf), (nv, nf) = base, new
+    comp, = gate.compare(
+        {KEY: samples(bv, session=session_base), FLOOR: samples(bf, FLOOR, session=session_base)},
+        {KEY: samples(nv, session=session_new), FLOOR: samples(nf, FLOOR, session=session_new)},
+        gate.Settings(**settings))
+    return comp
+
+
 def test_a_large_shift_is_flagged_the_worse_way():
     comp = verdict(noisy(8, 1.0, seed=1), noisy(8, 1.3, seed=2))
     assert comp.verdict == gate.REGRESSED and comp.change == pytest.approx(0.3, abs=0.06)
-    assert comp.ci[0] > 1 and comp.p_adj < 0.05
+    assert comp.cost.low > comp.cost.threshold and comp.cost.p < 0.05
+    assert comp.floor is None and comp.cost.level == 'launches'
     assert verdict(noisy(8, 1.3, seed=1), noisy(8, 1.0, seed=2)).verdict == gate.IMPROVED
 
 
-def test_a_significant_small_shift_does_not_flag():
+def test_a_significant_small_shift_reads_unchanged():
     comp = verdict(noisy(30, 1.0, 0.002, seed=3), noisy(30, 1.03, 0.002, seed=4))
-    assert comp.p_adj < 1e-6 and comp.verdict == gate.UNCHANGED
+    assert comp.cost.p < 1e-6 and comp.verdict == gate.UNCHANGED
+    assert comp.cost.high < comp.cost.threshold == pytest.approx(np.log(1.10))
+
+
+def test_min_effect_given_overrides_the_derived_threshold():
+    comp = verdict(noisy(30, 1.0, 0.002, seed=3), noisy(30, 1.03, 0.002, seed=4),
+                   min_effect=0.01)
+    assert comp.verdict == gate.REGRESSED
 
 
 def test_bandwidth_down_is_worse():
@@ -53,17 +84,125 @@ def test_bandwidth_down_is_worse():
     assert comp.direction == experiments.HIGHER_IS_BETTER and comp.verdict == gate.REGRESSED
 
 
-def test_noise_alone_is_not_flagged():
-    rng = np.random.default_rng(7)
-    flagged = 0
-    for _ in range(200):
-        base, new = (list(1 + 0.2 * rng.random(6)) for _ in range(2))
-        flagged += verdict(base, new).verdict != gate.UNCHANGED
-    assert flagged <= 5
+@pytest.mark.parametrize('seed', range(10))
+@pytest.mark.parametrize('machine', [0.6, 1.5, 2.5])
+def test_a_slower_or_faster_machine_is_machine_changed_never_mpi(seed, machine):
+    comp = floored(launches(8, seed), launches(8, seed + 100, machine=machine))
+    assert comp.verdict == gate.MACHINE_CHANGED, (comp.verdict, gate.describe(comp))
+    assert comp.floor.outcome in (gate.WORSE, gate.BETTER) and comp.cost.outcome == gate.SAME
 
 
-def test_too_few_launches_and_no_baseline_decide_nothing():
-    assert verdict([1, 1.1], [2, 2.1, 2.2]).verdict == gate.TOO_FEW
+@pytest.mark.parametrize('seed', range(10))
+def test_a_slower_mpi_on_the_same_machine_is_mpi_regressed(seed):
+    comp = floored(launches(8, seed), launches(8, seed + 100, mpi=1.5))
+    assert comp.verdict == gate.MPI_REGRESSED, gate.describe(comp)
+    assert comp.floor.outcome != gate.WORSE and comp.floor_variable == 'floor_latency_8B'
+
+
+def test_both_slower_is_both():
+    comp = floored(launches(8, 1), launches(8, 2, machine=2.0, mpi=1.5))
+    assert comp.verdict == gate.BOTH
+
+
+def test_noise_alone_never_reads_regressed():
+    """Launch noise with regimes (the state of the machine differs per launch by 20 %):
+    no clean comparison reads regressed, floored or not."""
+    found = Counter()
+    for seed in range(150):
+        found[floored(launches(8, seed, regime_cv=0.2),
+                      launches(8, seed + 1000, regime_cv=0.2)).verdict] += 1
+        found[verdict(noisy(8, 1.0, 0.2, seed=seed), noisy(8, 1.0, 0.2, seed=seed + 1000))
+              .verdict] += 1
+    assert set(found) <= {gate.UNCHANGED, gate.CANNOT_TELL, gate.MACHINE_CHANGED}, found
+    assert found[gate.UNCHANGED] > 0
+
+
+def test_few_launches_cannot_tell_and_say_how_many_would():
+    comp = verdict(noisy(4, 1.0, 0.15, seed=5), noisy(4, 1.25, 0.15, seed=6))
+    assert comp.verdict == gate.CANNOT_TELL
+    assert comp.launches_needed > 4 and f'about {comp.launches_needed} launches' in comp.note
+    comp = verdict([1, 1.1, 1.2], [1.5, 1.6, 1.7])     # a rank test cannot decide 3 a side
+    assert comp.verdict == gate.CANNOT_TELL and comp.launches_needed >= 4
+    comp = verdict([1, 1.1], [2, 2.1, 2.2])
+    assert comp.verdict == gate.CANNOT_TELL and 'need 3 each' in comp.note
+
+
+def test_more_launches_shrink_what_is_detectable():
+    few = verdict(noisy(5, 1.0, 0.05, seed=1), noisy(5, 1.0, 0.05, seed=2))
+    many = verdict(noisy(40, 1.0, 0.05, seed=1), noisy(40, 1.0, 0.05, seed=2))
+    assert many.cost.detectable < few.cost.detectable
+    assert many.cost.detectable > many.cost.threshold > 0
+
+
+def test_sessions_are_the_unit_when_the_baseline_has_them():
+    """Each session has its own machine state (+/- 15 %); a new session in a state the baseline
+    has seen is not a regression, although its launches all lie above the baseline's median."""
+    states = [1.0, 1.15, 0.87, 1.1, 0.95]
+    base = [s for i, st in enumerate(states)
+            for s in samples(noisy(6, st, 0.01, seed=i), session=f'b{i}')]
+    new = samples(noisy(6, 1.16, 0.01, seed=99), session='new')
+    comp, = gate.compare({KEY: base}, {KEY: new})
+    assert comp.cost.level == 'sessions' and comp.verdict != gate.REGRESSED
+    assert comp.cost.threshold > np.log(1.05)
+    one, = gate.compare({KEY: [s for s in base if s.session == 'b0']}, {KEY: new})
+    assert one.cost.level == 'launches' and one.verdict == gate.REGRESSED
+
+
+def test_a_floor_missing_on_one_side_judges_the_value():
+    bv, bf = launches(8, 1)
+    nv, _ = launches(8, 2)
+    comp, = gate.compare({KEY: samples(bv), FLOOR: samples(bf, FLOOR)}, {KEY: samples(nv)})
+    assert comp.floor is None and 'judged on the value' in comp.note
+    assert comp.verdict in (gate.UNCHANGED, gate.CANNOT_TELL)
+
+
+def test_value_and_floor_pair_by_launch_not_by_position():
+    values = samples([1.0, 2.0, 3.0])
+    floors = list(reversed(samples([0.1, 0.2, 0.3], FLOOR)))
+    assert [(v.value, f.value) for v, f in gate.pair(values, floors)] == [
+        (1.0, 0.1), (2.0, 0.2), (3.0, 0.3)]
+
+
+def test_floor_variables_are_judged_with_their_variable_not_alone():
+    bv, bf = launches(8, 1)
+    nv, nf = launches(8, 2)
+    comps = gate.compare({KEY: samples(bv), FLOOR: samples(bf, FLOOR)},
+                         {KEY: samples(nv), FLOOR: samples(nf, FLOOR)})
+    assert [c.variable for c in comps] == ['latency_8B']
+    record = comps[0].as_dict()
+    assert record['floor']['outcome'] in (gate.SAME, gate.UNKNOWN)
+    assert record['judged'].startswith('MPI cost') and record['detectable'] > 0
+
+
+@pytest.mark.parametrize('verdicts,fail_on_machine,code', [
+    ([gate.MPI_REGRESSED, gate.UNCHANGED], False, 1),
+    ([gate.BOTH], False, 1),
+    ([gate.REGRESSED, gate.CANNOT_TELL], False, 1),
+    ([gate.MACHINE_CHANGED, gate.UNCHANGED], False, 0),
+    ([gate.MACHINE_CHANGED, gate.UNCHANGED], True, 1),
+    ([gate.CANNOT_TELL, gate.NO_BASELINE], False, 3),
+    ([gate.UNCHANGED, gate.CANNOT_TELL, gate.IMPROVED], False, 0),
+])
+def test_exit_codes(verdicts, fail_on_machine, code):
+    comps = [gate.Comparison(key=KEY, unit='us', direction='lower', base=[], new=[], verdict=v)
+             for v in verdicts]
+    assert gate_cli.exit_code(comps, fail_on_machine) == code
+
+
+def test_verdict_rule_table():
+    def out(kind):
+        return gate.Outcome(kind, 0.0, 0.0, 0.0, 0.1, 'launches')
+    W, B, S, U = (out(k) for k in (gate.WORSE, gate.BETTER, gate.SAME, gate.UNKNOWN))
+    assert gate.verdict(W, S) == gate.MPI_REGRESSED and gate.verdict(W, U) == gate.MPI_REGRESSED
+    assert gate.verdict(W, W) == gate.BOTH
+    assert gate.verdict(S, W) == gate.MACHINE_CHANGED == gate.verdict(S, B)
+    assert gate.verdict(U, W) == gate.CANNOT_TELL
+    assert gate.verdict(S, S) == gate.UNCHANGED == gate.verdict(S, U)
+    assert gate.verdict(B, S) == gate.IMPROVED
+    assert gate.verdict(W, None) == gate.REGRESSED and gate.verdict(U, None) == gate.CANNOT_TELL
+
+
+def test_no_baseline_decides_nothing():
     other = KEY[:4] + ('latency_1024B',)
     comps = gate.compare({KEY: samples([1, 1, 1])}, {other: samples([1, 1, 1], other)})
     assert [c.verdict for c in comps] == [gate.NO_BASELINE]
@@ -76,8 +215,8 @@ def test_another_binding_is_not_compared_and_what_changed_is_named():
     assert comps[0].provenance_changes['mpi_version'] == ('4.1.4', '5.0.6')
 
 
-def test_benjamini_hochberg_is_monotone_and_bounded():
-    adj = gate.bh_adjust([0.01, 0.04, 0.03, 0.5])
+def test_old_rule_benjamini_hochberg_is_monotone_and_bounded():
+    adj = bench_gate.bh_adjust([0.01, 0.04, 0.03, 0.5])
     # sorted 0.01, 0.03, 0.04, 0.5 -> 0.04, 0.06, 0.0533, 0.5; step-up takes the running min
     assert adj == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.5], rel=0.001)
     assert all(0 <= p <= 1 for p in adj)
@@ -108,7 +247,7 @@ def test_baseline_writes_refs_reframe_reads_and_keeps_the_previous(tmp_path):
     assert lat[0] == pytest.approx(np.median(keys[KEY]), rel=1e-4)
     assert lat[1] is None and lat[2] >= policy.floor and lat[3] == 'us'
     bw = entry['sys:part']['gnu-mpich4']['c']['bw_1048576B']
-    assert bw[1] <= -policy.floor and bw[2] is None
+    assert bw[1] <= -(1 - 1 / (1 + policy.floor)) and bw[2] is None
     assert references.problem(tmp_path / 'sys.yaml') is None
     assert (tmp_path / 'sys.yaml.prev').read_text().startswith('Other:')
     assert '+PingPong:' in written['diff']
@@ -174,3 +313,71 @@ def test_reference_files_are_validated_with_file_and_line(tmp_path, text, words)
     problem = references.problem(path)
     assert problem and problem.startswith(str(path)) and words in problem, problem
     assert '\n' not in problem
+
+
+# ---- commcheck bench gate: its rules and bookkeeping, on synthetic sessions -----------------
+
+def bench_session(index, kind=bench_gate.CLEAN, seed=0, machine=1.0, mpi=None, n=6):
+    """A session as bench_gate records it: per stack, launches of the three key variables and
+    their floors; ``mpi`` = {stack: factor} makes that stack's MPI slower."""
+    rng = np.random.default_rng(seed)
+    launches = {}
+    for stack in ('mpich', 'openmpi'):
+        pool = []
+        for _ in range(n):
+            state = machine * np.exp(rng.normal(0, 0.05))
+            slow = (mpi or {}).get(stack, 1.0) * np.exp(rng.normal(0, 0.02))
+            f8, f1k, fbw = 0.1 * state, 0.15 * state, 20000 / state
+            pool.append({'latency_8B': 3 * f8 * slow, 'latency_1024B': 3 * f1k * slow,
+                         'bw_1048576B': fbw / 3 / slow, 'floor_latency_8B': f8,
+                         'floor_latency_1024B': f1k, 'floor_bw_1048576B': fbw})
+        launches[stack] = pool
+    return {'index': index, 'kind': kind, 'started': 0.0, 'ended': 0.0,
+            'degraded_stacks': sorted(mpi or {}), 'launches': launches}
+
+
+def test_bench_power_scales_mpi_figures_and_leaves_floors_as_measured():
+    sess = bench_session(0)
+    plain, slow = bench_gate.as_samples(sess, 6), bench_gate.as_samples(sess, 6, 1.25)
+    for key, samples_ in plain.items():
+        ratio = [s.value / p.value for s, p in zip(slow[key], samples_)]
+        want = (1.0 if experiments.floor_variable(key[4]) else
+                1 / 1.25 if key[4].startswith('bw') else 1.25)
+        assert ratio == pytest.approx([want] * 6)
+
+
+def test_bench_schedule_starts_with_the_baseline_and_spreads_the_rest():
+    kinds = bench_gate.schedule(24, 4, 4)
+    assert kinds[:3] == [bench_gate.CLEAN] * 3 and len(kinds) == 32
+    assert kinds.count(bench_gate.SLOWED) == 4 == kinds.count(bench_gate.DEGRADED)
+    assert kinds[-1] == bench_gate.CLEAN or kinds[-2] == bench_gate.CLEAN
+
+
+def test_bench_rules_on_synthetic_sessions():
+    """Clean sessions in different machine states: the new rule raises no alarm where the
+    median-moved peer does; a slower machine is never a software regression; a 2x slower MPI
+    on one stack reads MPI regressed there and nothing on the other."""
+    sessions = [bench_session(i, seed=i, machine=m) for i, m in enumerate((1, 1.1, 0.9, 1.3))]
+    sessions.append(bench_session(4, bench_gate.SLOWED, seed=4, machine=2.0))
+    sessions.append(bench_session(5, bench_gate.DEGRADED, seed=5, mpi={'openmpi': 2.0}))
+    ev = bench_gate.evaluate(sessions, 6)
+    clean, = ev[bench_gate.CLEAN]
+    assert not clean['new']['fail'] and clean['peer 10%']['fail']
+    slowed, = ev[bench_gate.SLOWED]
+    assert not slowed['new']['fail'] and slowed['old']['fail']
+    # The baseline's own sessions spread by 30 %: a floor 1.8x slower is within what it saw.
+    assert not set(slowed['new']['verdicts'].values()) & set(gate.SOFTWARE_REGRESSED)
+    degraded, = ev[bench_gate.DEGRADED]
+    verdicts = degraded['new']['verdicts']
+    assert all(v == gate.MPI_REGRESSED for k, v in verdicts.items() if k.startswith('openmpi'))
+    assert not any(v in gate.SOFTWARE_REGRESSED for k, v in verdicts.items()
+                   if k.startswith('mpich'))
+    assert len(ev['power'][0.2]) == 1
+
+
+def test_repeated_launches_are_interleaved_in_time():
+    from commcheck.cli.run import interleaved
+    assert interleaved(['-n', 'PingPong', '--repeat', '8'])[-2:] == ['--exec-order', 'random']
+    assert interleaved(['--repeat=8', '--exec-order', 'name']) == [
+        '--repeat=8', '--exec-order', 'name']
+    assert interleaved(['-n', 'PingPong']) == ['-n', 'PingPong']

@@ -269,14 +269,14 @@ def test_compare_says_since_when_from_the_index(tmp_path, report):
     """A regression judged against an early session: "since when" is the planted upgrade."""
     change = history_gen.Change(at=6, environ='gnu-mpich4', field='mpi_version', before='',
                                 after='4.1.6', factor=1.6)
-    db, gen = make(tmp_path, report, 10, repeat=5, changes=[change])
+    db, gen = make(tmp_path, report, 10, repeat=10, changes=[change])
     sessions = history.read_db(db)
     out = tmp_path / 'gate.json'
     code = cli.main(['compare', '--db', str(db), '--baseline-session', sessions[0].uuid,
                      '--json', str(out)])
     record = json.loads(out.read_text())
     regressed = [c for c in record['comparisons'] if c['verdict'] == 'regressed']
-    assert code == 1 and regressed
+    assert code == 1 and regressed, [(c["environ"], c["variable"], c["verdict"], c.get("note")) for c in record["comparisons"]]
     assert {c['environ'] for c in regressed} == {'gnu-mpich4'}
     for c in regressed:
         assert c['since']['session'] == sessions[6].uuid

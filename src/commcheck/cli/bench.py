@@ -14,8 +14,8 @@ KERNEL_MAX_ITERS = 1_000_000_000
 
 
 def _min_launches() -> int:
-    from commcheck.bench_gate import PER_SIDE
-    return 3 * PER_SIDE[0]      # a baseline and two sessions of the smallest size
+    from commcheck.gate import Settings
+    return Settings().min_samples     # below this a side, the gate computes nothing
 
 
 def add_parsers(sub) -> None:
@@ -25,8 +25,20 @@ def add_parsers(sub) -> None:
                        default='pingpong')
     bench.add_argument('--iters', type=options.whole(1, KERNEL_MAX_ITERS), default=20000,
                        help='round trips per launch (pingpong)')
-    bench.add_argument('--launches', type=options.whole(1, 100000), default=40,
-                       help='clean launches per stack (gate; at least 15)')
+    bench.add_argument('--launches', type=options.whole(1, 100000), default=12,
+                       help='launches per stack in each session (gate; at least 3)')
+    bench.add_argument('--clean', type=options.whole(1, 1000), default=24,
+                       help='clean sessions, the first 3 the first baseline (gate; at least 4)')
+    bench.add_argument('--slowed', type=options.whole(0, 100), default=4,
+                       help='sessions with both cores shared with busy loops (gate)')
+    bench.add_argument('--degraded', type=options.whole(0, 100), default=4,
+                       help='sessions with Open MPI off shared memory (gate)')
+    bench.add_argument('--ucx', action='store_true',
+                       help="degraded sessions also put MPICH's UCX on TCP (gate)")
+    bench.add_argument('--gap', type=options.positive_number, default=180.0,
+                       help='seconds between sessions (gate)')
+    bench.add_argument('--json', type=options.output_file,
+                       help='where the launches go (gate; default reports/bench/gate-<time>.json)')
     bench.add_argument('--stack', type=options.name,
                        help='one stack (default: the Debian MPICH and Open MPI)')
     bench.add_argument('--sessions', type=options.whole_list(1, 100000), metavar='N,N,...',
@@ -56,8 +68,7 @@ def check_stack(args) -> None:
 def cmd_bench(args) -> int:
     if args.what == 'gate' and args.launches < _min_launches():
         raise UserError(f'--launches {args.launches}: the gate benchmark needs at least '
-                        f'{_min_launches()} (a baseline and two sessions of '
-                        f'{_min_launches() // 3} launches)')
+                        f'{_min_launches()} per session')
     if args.stack:
         check_stack(args)
     if args.what == 'gate':

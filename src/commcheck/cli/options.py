@@ -74,6 +74,16 @@ def fraction(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number') from None
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'{value} must be a positive number')
+    return value
+
+
 def date(text: str) -> float:
     try:
         return datetime.datetime.fromisoformat(text).timestamp()

@@ -49,7 +49,18 @@ def reframe_executable() -> str:
 
 def reframe_command(extra: list[str]) -> list[str]:
     return [reframe_executable(), '-C', str(paths.CONFIG_DIR / 'site.py'),
-            '-c', str(paths.CHECKS_DIR), '-r', *extra]
+            '-c', str(paths.CHECKS_DIR), '-r', *interleaved(extra)]
+
+
+def interleaved(extra: list[str]) -> list[str]:
+    """With ``--repeat N``, ``--exec-order random`` unless an order is given: ReFrame runs the
+    N repeats of one test back to back otherwise, so a change of the machine's regime in the
+    middle of a session would hit one test's launches and not another's; in random order the
+    launches of all tests (and stacks) compared together are interleaved in time."""
+    given = ' '.join(extra)
+    if '--repeat' not in given or '--exec-order' in given:
+        return extra
+    return [*extra, '--exec-order', 'random']
 
 
 def _child_setup(parent: int, libc) -> None:

@@ -15,6 +15,13 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
     sizes = variable(str, value='1:1048576')
     iters = variable(int, value=1000)
     warmup = variable(int, value=100)
+    #: The hardware floor beside the MPI figures (C and Fortran kernels; see
+    #: src/kernels/common/cc_floor.h): ``yes`` (shared memory on one node, TCP between nodes),
+    #: ``no``, or ``tcp`` (TCP even on one node).
+    #:
+    #: :type: :class:`str`
+    #: :default: ``'yes'``
+    floor = variable(str, value='yes')
     is_pair = True
     num_tasks = 2
     kernels = fixture(KernelsBuild, scope='environment')
@@ -51,6 +58,12 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
         if why:
             self.notes = self.notes + [f'Hockney fit of {what} refused: {why}']
         return why is not None
+
+    def floor_options(self) -> list[str]:
+        """``--floor`` for the kernels that measure the hardware floor (C and Fortran)."""
+        if self.lang not in experiments.FLOOR_LANGUAGES:
+            return []
+        return ['--floor', self.floor]
 
     def sweep_options(self) -> list[str]:
         return ['--sizes', self.sizes, '--iters', str(self.iters), '--warmup', str(self.warmup)]

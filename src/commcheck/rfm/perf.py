@@ -7,7 +7,7 @@ import os
 
 import reframe.utility.sanity as sn
 
-from commcheck import records
+from commcheck import experiments, records
 
 
 def _stdout_records(check) -> dict[str, list[dict]]:
@@ -88,3 +88,22 @@ def first_message(check) -> dict:
     if not result or 'first_message_us' not in result[0]:
         return {}
     return {'first_message': perf_record(check, 'RESULT', 'first_message_us', 'us')}
+
+
+def floor_variables(check) -> dict:
+    """``floor_latency_<n>B`` (us) and ``floor_bw_<n>B`` (MB/s), as experiments.FLOOR_VARIABLES
+    declares them, for every FLOOR record of the launch: the hardware floor the kernel measured
+    beside its MPI figures. A launch without one (``FLOOR kind=none``, a managed language) gets
+    a note saying why, and no floor variable."""
+    if check.lang not in experiments.FLOOR_LANGUAGES:
+        check.notes = check.notes + ['no floor: managed language']
+        return {}
+    rows = _stdout_records(check)['FLOOR']
+    measured = [r for r in rows if r.get('kind') != 'none']
+    if not measured:
+        why = rows[0].get('reason', 'not measured') if rows else 'no FLOOR record'
+        check.notes = check.notes + [f'no floor: {why}']
+        return {}
+    return {fv.variable(int(r['size'])): perf_record(check, 'FLOOR', fv.field, fv.unit,
+                                                     size=r['size'])
+            for r in measured for fv in experiments.FLOOR_VARIABLES}

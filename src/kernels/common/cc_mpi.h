@@ -9,6 +9,7 @@
 #define CC_GROUP type(MPI_Group)
 #define CC_REQUEST type(MPI_Request)
 #define CC_STATUS type(MPI_Status)
+#define CC_FINT(handle) handle%MPI_VAL
 #else
 #define CC_USE_MPI use mpi
 #define CC_COMM integer
@@ -18,4 +19,5 @@
 #define CC_GROUP integer
 #define CC_REQUEST integer
 #define CC_STATUS integer, dimension(MPI_STATUS_SIZE)
+#define CC_FINT(handle) handle
 #endif

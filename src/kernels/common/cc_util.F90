@@ -385,12 +385,50 @@ end module cc_util
 ! message is caught too; checking only those ends is cheap enough for every timed message.
 ! Bytes are stored as value - 128 to fit int8; buffers are zero-based like the offsets.
 module cc_payload
+  CC_USE_MPI
   use, intrinsic :: iso_fortran_env, only: int8, int64
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_int64_t
   use cc_util
   implicit none
   private
   public :: cc_sweep, cc_sweep_args, cc_payload_fill, cc_payload_stamp, cc_payload_byte, &
-            cc_payload_mismatch
+            cc_payload_mismatch, cc_floor_open, cc_floor_begin, cc_floor_batch, &
+            cc_floor_end, cc_floor_close
+  integer, parameter :: FLOOR_NO = 0, FLOOR_YES = 1, FLOOR_TCP = 2
+
+  ! The hardware floor (common/cc_floor.h), shared with the C kernels.
+  interface
+    type(c_ptr) function floor_open_c(comm, max, mode) bind(C, name='cc_floor_open_f')
+      import :: c_ptr, c_int, c_int64_t
+      integer(c_int), value :: comm, mode
+      integer(c_int64_t), value :: max
+    end function
+    integer(c_int) function floor_wanted_c(nbytes, sizes, n) bind(C, name='cc_floor_wanted_f')
+      import :: c_int, c_int64_t
+      integer(c_int64_t), value :: nbytes
+      integer(c_int64_t), intent(in) :: sizes(*)
+      integer(c_int), value :: n
+    end function
+    subroutine floor_begin_c(f, nbytes, warmup, batches, wanted) bind(C, name='cc_floor_begin_f')
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: f
+      integer(c_int64_t), value :: nbytes, warmup
+      integer(c_int), value :: batches, wanted
+    end subroutine
+    subroutine floor_batch_c(f, count) bind(C, name='cc_floor_batch_f')
+      import :: c_ptr, c_int64_t
+      type(c_ptr), value :: f
+      integer(c_int64_t), value :: count
+    end subroutine
+    subroutine cc_floor_end(f) bind(C, name='cc_floor_end_f')
+      import :: c_ptr
+      type(c_ptr), value :: f
+    end subroutine
+    subroutine cc_floor_close(f) bind(C, name='cc_floor_close_f')
+      import :: c_ptr
+      type(c_ptr), value :: f
+    end subroutine
+  end interface
 
   ! What the command line asks for (see the programs' --help).
   type cc_sweep
@@ -398,6 +436,7 @@ module cc_payload
     integer(int64) :: iters = 1000, warmup = 100
     integer :: batches = 0
     logical :: inject = .false.
+    integer :: floor = FLOOR_YES    ! --floor yes|no|tcp
   end type
 
 contains
@@ -429,6 +468,8 @@ contains
         sw%warmup = cc_parse_int('--warmup', cc_next_value(i), 0_int64, 1000000000_int64)
       case ('--batches')
         batches = cc_parse_int('--batches', cc_next_value(i), 1_int64, 1000000000_int64)
+      case ('--floor')
+        sw%floor = floor_mode(cc_next_value(i))
       case ('--inject-error')
         sw%inject = .true.
       case default
@@ -444,6 +485,47 @@ contains
     end do
     if (cc_size() /= 2) call cc_usage_error(kernel // ' needs exactly 2 ranks, got ' // &
                                             cc_str(cc_size()))
+  end subroutine
+
+  integer function floor_mode(text)
+    character(len=*), intent(in) :: text
+    select case (text)
+    case ('yes')
+      floor_mode = FLOOR_YES
+    case ('no')
+      floor_mode = FLOOR_NO
+    case ('tcp')
+      floor_mode = FLOOR_TCP
+    case default
+      floor_mode = FLOOR_NO
+      call cc_usage_error("--floor: '" // text // "' is not yes, no or tcp")
+    end select
+  end function
+
+  ! The floor of this sweep on MPI_COMM_WORLD (collective; see common/cc_floor.h).
+  type(c_ptr) function cc_floor_open(sw)
+    type(cc_sweep), intent(in) :: sw
+    cc_floor_open = floor_open_c(int(CC_FINT(MPI_COMM_WORLD), c_int), &
+                                 int(maxval(sw%sizes), c_int64_t), int(sw%floor, c_int))
+  end function
+
+  ! Starts the floor at size nbytes, if the sweep wants it there (collective): one floor batch
+  ! then follows each MPI batch (cc_floor_batch), and cc_floor_end prints it.
+  subroutine cc_floor_begin(f, sw, nbytes)
+    type(c_ptr), intent(in) :: f
+    type(cc_sweep), intent(in) :: sw
+    integer(int64), intent(in) :: nbytes
+    integer(c_int64_t), allocatable :: sizes(:)
+    sizes = int(sw%sizes, c_int64_t)
+    call floor_begin_c(f, int(nbytes, c_int64_t), int(sw%warmup, c_int64_t), &
+                       int(sw%batches, c_int), &
+                       floor_wanted_c(int(nbytes, c_int64_t), sizes, int(size(sizes), c_int)))
+  end subroutine
+
+  subroutine cc_floor_batch(f, count)
+    type(c_ptr), intent(in) :: f
+    integer(int64), intent(in) :: count
+    call floor_batch_c(f, int(count, c_int64_t))
   end subroutine
 
   integer(int8) function pattern(nbytes, sender, j)

@@ -14,6 +14,10 @@ static const char *usage =
     "  --warmup N      untimed iterations per size before timing (default 100)\n"
     "  --batches B     split the timed iterations into B batches, each timed on its own\n"
     "                  (default 10, or N if --iters N is smaller; at most --iters)\n"
+    "  --floor yes|no|tcp  measure the hardware floor (same ranks, same cores, no MPI)\n"
+    "                  a batch after each MPI batch of the smallest and largest sizes, 8 B,\n"
+    "                  1 KiB and 1 MiB: shared memory on one node, TCP between nodes;\n"
+    "                  tcp forces TCP on one node (default yes; FLOOR records)\n"
     "  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)\n"
     "  --help          print this text\n";
 
@@ -70,10 +74,12 @@ int main(int argc, char **argv)
     cc_print_meta("comms2", "iters=%lld warmup=%lld batches=%d sizes=%d", sw.iters, sw.warmup,
                   sw.batches, sw.nsizes);
 
+    struct cc_floor *hw_floor = cc_floor_open(MPI_COMM_WORLD, sw.max, sw.floor);
     long long validated = 0;
     for (int k = 0; k < sw.nsizes; k++) {
         size_t size = sw.sizes[k];
-        struct cc_timing timing = cc_sweep_time(&sw, exchange, rank, sbuf, rbuf, size);
+        struct cc_timing timing = cc_sweep_time(&sw, exchange, rank, sbuf, rbuf, size,
+                                               hw_floor);
 
         /* The middle byte lies outside the stamps, so only the whole-payload check sees it. */
         if (sw.inject && rank == 0 && k == 0)
@@ -89,6 +95,7 @@ int main(int argc, char **argv)
         }
     }
 
+    cc_floor_close(hw_floor);
     long long total = 0;
     CC_CHECK(MPI_Reduce(&validated, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     if (rank == 0)

@@ -7,7 +7,9 @@ program pingpong
   use, intrinsic :: iso_fortran_env, only: output_unit, int8, int64, real64
   use cc_util
   use cc_payload
+  use, intrinsic :: iso_c_binding, only: c_ptr
   implicit none
+  type(c_ptr) :: hw_floor
   type(cc_sweep) :: sw
   integer(int8), allocatable :: sbuf(:), rbuf(:)
   integer(int64) :: nbytes, it, first, validated, total
@@ -35,11 +37,13 @@ program pingpong
                      cc_str(sw%warmup) // ' batches=' // cc_str(sw%batches) // ' sizes=' // &
                      cc_str(size(sw%sizes)))
 
+  hw_floor = cc_floor_open(sw)
   validated = 0
   do k = 1, size(sw%sizes)
     nbytes = sw%sizes(k)
     call cc_payload_fill(sbuf, nbytes, rank)
     rbuf(0:nbytes - 1) = 0
+    call cc_floor_begin(hw_floor, sw, nbytes)
     call MPI_Barrier(MPI_COMM_WORLD, ierr)
     call cc_check(ierr, 'MPI_Barrier')
     do it = -sw%warmup, -1
@@ -53,7 +57,9 @@ program pingpong
         call round_trip(nbytes, it)
       end do
       elapsed(b) = MPI_Wtime() - t0
+      call cc_floor_batch(hw_floor, counts(b))
     end do
+    call cc_floor_end(hw_floor)
     call cc_batch_timing(elapsed, counts, rtt_us, rtt_mean_us)
 
     ! The middle byte lies outside the stamps, so only the whole-payload check sees it.
@@ -70,6 +76,7 @@ program pingpong
     end if
   end do
 
+  call cc_floor_close(hw_floor)
   call MPI_Reduce(validated, total, 1, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   call cc_check(ierr, 'MPI_Reduce')
   if (rank == 0) write(output_unit, '(a)') 'PASS validated=' // cc_str(total)
@@ -125,6 +132,10 @@ contains
       '  --warmup N      untimed round trips per size before timing (default 100)', &
       '  --batches B     split the timed round trips into B batches, each timed on its own', &
       '                  (default 10, or N if --iters N is smaller; at most --iters)', &
+      '  --floor yes|no|tcp  measure the hardware floor (same ranks, same cores, no MPI)', &
+      '                  a batch after each MPI batch of the smallest and largest sizes, 8 B,', &
+      '                  1 KiB and 1 MiB: shared memory on one node, TCP between nodes;', &
+      '                  tcp forces TCP on one node (default yes; FLOOR records)', &
       '  --inject-error  self-test: corrupt one received byte, validation must fail (exit 3)', &
       '  --help          print this text'
   end subroutine

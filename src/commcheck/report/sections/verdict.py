@@ -60,7 +60,7 @@ def _gate(ctx: Context) -> tuple[dict | None, str]:
             continue
         rows.append(_gate_row(comp))
     order = {v: i for i, v in enumerate(gate_mod.VERDICTS)}
-    shown = (gate_mod.REGRESSED, gate_mod.IMPROVED)
+    shown = (*gate_mod.SOFTWARE_REGRESSED, gate_mod.MACHINE_CHANGED, gate_mod.IMPROVED)
     flagged = sorted((r for r in rows if r['verdict'] in shown),
                      key=lambda r: (order.get(r['verdict'], 99), -abs(r['change'] or 0)))
     counts = record.get('counts') if isinstance(record.get('counts'), dict) else {}
