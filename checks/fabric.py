@@ -39,6 +39,12 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     #: Message sizes of the latency and the bandwidth phase. :type: str :default: '8', '1m'
     lat_size = variable(str, value='8')
     bw_size = variable(str, value='1m')
+    #: Untimed round trips / messages before each phase. :type: int :default: 5
+    warmup = variable(int, value=5)
+    #: The whole sweep this many times in the job; a pair's figures combine its passes (the
+    #: median of medians, or the best batch): a transient slows one pass, a bad link all.
+    #: :type: int :default: 1
+    passes = variable(int, value=1)
     #: Rounds to run, spread over the schedule (0: all N-1; see the README's cost table).
     #: :type: int :default: 0
     rounds = variable(int, value=0)
@@ -56,6 +62,9 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     #: :type: float :default: 5.0, 0.5
     z = variable(float, value=fabric.Settings.z)
     min_effect = variable(float, value=fabric.Settings.min_effect)
+    #: The metrics that name outliers, comma-separated (both are always measured and shown).
+    #: :type: str :default: 'latency,bandwidth'
+    metrics = variable(str, value=','.join(fabric.Settings.metrics))
     #: What the sweep named, one line each (also in the failure reason); the rerun command.
     #: :type: List[str], str :default: [], ''
     outliers = variable(list, value=[])
@@ -74,19 +83,28 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
         super().place_ranks()
 
     @run_after('init')
-    def known_statistic(self):
+    def known_settings(self):
         if self.statistic not in fabric.STATISTICS:
             raise ValueError(f'FabricSweep.statistic={self.statistic!r}: expected one of '
                              f'{", ".join(fabric.STATISTICS)}')
+        unknown = set(self.judged_metrics()) - set(fabric.METRICS)
+        if unknown or not self.judged_metrics():
+            raise ValueError(f'FabricSweep.metrics={self.metrics!r}: expected a comma-separated '
+                             f'list of {", ".join(fabric.METRICS)}')
+
+    def judged_metrics(self) -> tuple[str, ...]:
+        return tuple(m.strip() for m in self.metrics.split(',') if m.strip())
 
     @run_before('run')
     def set_program(self):
         executable, leading, env = self.kernels.command('pairsweep', 'c')
         options = ['--lat-size', self.lat_size, '--bw-size', self.bw_size,
                    '--lat-iters', str(self.lat_iters), '--bw-iters', str(self.bw_iters),
-                   '--batches', str(self.batches)]
+                   '--batches', str(self.batches), '--warmup', str(self.warmup)]
         if self.rounds:
             options += ['--rounds', str(self.rounds)]
+        if self.passes > 1:
+            options += ['--passes', str(self.passes)]
         if self.serial:
             options.append('--serial')
         self.executable, self.executable_opts = executable, [*leading, *options]
@@ -94,21 +112,22 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
 
     @sanity_function
     def validated(self):
-        """PASS, and one DATA record per pair the schedule has (n/2 per round)."""
+        """PASS, and one DATA record per pair the schedule has (n/2 per round) and pass."""
         kernel_passed(self).evaluate()
         return sn.assert_eq(sn.len(data_records(self)), self.expected_pairs(),
                             msg='the sweep printed {0} pairs, its schedule has {1}')
 
     def expected_pairs(self) -> int:
         n = self.num_tasks
-        return (self.rounds or (n + n % 2 - 1)) * (n // 2)
+        return (self.rounds or (n + n % 2 - 1)) * (n // 2) * self.passes
 
     @run_before('performance')
     def set_perf_variables(self):
         if self.is_dry_run():
             return
         judged = fabric.judge(fabric.pairs_from_records(data_records(self), self.statistic),
-                              fabric.Settings(z=self.z, min_effect=self.min_effect))
+                              fabric.Settings(z=self.z, min_effect=self.min_effect,
+                                              metrics=self.judged_metrics()))
         values = {'latency_median': (judged.medians['latency'], 'us'),
                   'bw_median': (judged.medians['bandwidth'], 'MB/s'),
                   'named': (len(judged.outliers), '')}

@@ -7,8 +7,10 @@ against their own population, no baseline needed:
 - per node, the median over the node's pairs (a bad node spoils all its pairs; a healthy node
   meets the bad one in only one of its N-1 pairs, which the median ignores from N = 4 on);
 - across the nodes (or the pairs), the median and the MAD (scaled by 1.4826, so it estimates a
-  standard deviation for normal data); a value's robust z-score is its distance from the
-  median on the worse side, in MADs;
+  standard deviation for normal data) of the OTHER nodes (pairs): leave-one-out, so that in a
+  small population an outlier does not widen the spread it is measured against; a value's
+  robust z-score is its distance from that median on the worse side, in scaled MADs (the MAD
+  taken at least 1 % of the median);
 - a node is named when its z-score is at least ``Settings.z`` AND it is worse than the median
   by at least ``Settings.min_effect`` (relative): a quiet cluster with a tiny MAD does not name
   its noise. A pair is named as a link when it is an outlier among the pairs and neither of
@@ -45,6 +47,8 @@ class Settings:
     #: Minimum relative effect: worse than the median by at least this fraction (0.5: a
     #: latency 1.5 x the median, a bandwidth below median / 1.5).
     min_effect: float = 0.5
+    #: The metrics that name outliers (both are always measured and shown).
+    metrics: tuple[str, ...] = ('latency', 'bandwidth')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +77,7 @@ class Outlier:
     value: float
     reference: float        #: the population's median (or the pair's past median)
     unit: str
-    z: float                #: robust z-score on the worse side (inf: no spread at all)
+    z: float                #: robust z-score on the worse side
     effect: float           #: how much worse, relative (0.5: 50 %)
     nodes: tuple[str, ...]  #: the nodes to rerun
 
@@ -110,26 +114,41 @@ STATISTICS = {'median': ('latency_us', 'bw_ab_MBps', 'bw_ba_MBps'),
 
 def pairs_from_records(rows: Iterable[Mapping], statistic: str = 'median') -> list[Pair]:
     """The sweep's DATA records as pairs, validated: every field present, finite and positive,
-    two distinct nodes, no pair twice. Hosts that appear under several ranks (ranks sharing a
-    node) are told apart as ``host#rank``. ``statistic``: see STATISTICS."""
+    two distinct nodes, no pair twice in one pass. Hosts that appear under several ranks (ranks
+    sharing a node) are told apart as ``host#rank``. ``statistic``: see STATISTICS. A pair
+    measured in several passes (``pass=``) is combined: the median over the passes of its
+    medians, or the best of its best batches (a transient slows one pass, a slow link all)."""
     if statistic not in STATISTICS:
         raise FabricError(f'statistic {statistic!r}: expected one of {", ".join(STATISTICS)}')
     fields = STATISTICS[statistic]
-    rows = [{**row, **{k: row[f] for k, f in zip(STATISTICS['median'], fields) if f in row}}
-            if statistic != 'median' else row for row in rows]
+    rows = list(rows)
     ranks: dict[str, set] = {}
     for row in rows:
         for end in ('a', 'b'):
             ranks.setdefault(str(row.get(end)), set()).add(row.get(f'r{end}'))
     shared = {host for host, seen in ranks.items() if len(seen) > 1}
-    pairs, seen = [], set()
+    passes: dict[tuple[str, str], dict] = {}
     for i, row in enumerate(rows, 1):
-        pair = _pair(i, row, shared)
-        if pair.key in seen:
-            raise FabricError(f'sweep record {i}: pair {pair.a}<->{pair.b} measured twice')
-        seen.add(pair.key)
-        pairs.append(pair)
-    return pairs
+        pair = _pair(i, {**row, **{k: row.get(f) for k, f in zip(STATISTICS['median'], fields)
+                                   if f in row}}, shared)
+        if (pair.a, pair.b) != pair.key:
+            pair = Pair(pair.b, pair.a, pair.latency_us, pair.bw_ba_MBps, pair.bw_ab_MBps)
+        seen = passes.setdefault(pair.key, {})
+        number = row.get('pass', 0)
+        if number in seen:
+            raise FabricError(f'sweep record {i}: pair {pair.a}<->{pair.b} measured twice'
+                              f'{f" in pass {number}" if "pass" in row else ""}')
+        seen[number] = pair
+    return [_combine(list(p.values()), statistic) for p in passes.values()]
+
+
+def _combine(pairs: list[Pair], statistic: str) -> Pair:
+    if len(pairs) == 1:
+        return pairs[0]
+    pick_lat, pick_bw = ((min, max) if statistic == 'best'
+                         else (statistics.median, statistics.median))
+    return Pair(pairs[0].a, pairs[0].b, pick_lat([p.latency_us for p in pairs]),
+                pick_bw([p.bw_ab_MBps for p in pairs]), pick_bw([p.bw_ba_MBps for p in pairs]))
 
 
 def _pair(i: int, row: Mapping, shared: set) -> Pair:
@@ -150,10 +169,24 @@ def _pair(i: int, row: Mapping, shared: set) -> Pair:
     return Pair(names[0], names[1], *values)
 
 
+#: The spread is never taken below this fraction of the median (timing resolution): a
+#: population of equal values gives finite z-scores.
+MIN_SPREAD = 0.01
+
+
 def robust(values: Sequence[float]) -> tuple[float, float]:
-    """(median, scaled MAD) of the values."""
+    """(median, scaled MAD) of the values, the MAD at least MIN_SPREAD x the median."""
     med = statistics.median(values)
-    return med, MAD_TO_SIGMA * statistics.median(abs(v - med) for v in values)
+    mad = MAD_TO_SIGMA * statistics.median(abs(v - med) for v in values)
+    return med, max(mad, MIN_SPREAD * abs(med))
+
+
+def others(values: Mapping, key) -> tuple[float, float]:
+    """(median, spread) of the population without ``key`` (leave-one-out): in a small
+    population the outlier itself would widen the MAD it is measured in (4 nodes, one 100 x
+    slower: its own z-score would stay near 4)."""
+    rest = [v for k, v in values.items() if k != key]
+    return robust(rest) if rest else robust(list(values.values()))
 
 
 def worse_by(value: float, reference: float, metric: str) -> float:
@@ -203,17 +236,19 @@ def judge(pairs: Sequence[Pair], settings: Settings = Settings()) -> Judgement:
         values = per_node(pairs, metric)
         med, spread = robust(list(values.values())) if values else (math.nan, math.nan)
         out.node_values[metric], out.medians[metric], out.spread[metric] = values, med, spread
-        out.node_z[metric] = {n: z_score(v, med, spread, metric) for n, v in values.items()}
+        out.node_z[metric] = {}
         named = set()
-        if len(nodes) >= MIN_NODES:
-            for node, value in values.items():
-                hit, z, effect = _named(value, med, spread, metric, settings)
-                if hit:
-                    named.add(node)
-                    out.outliers.append(Outlier('node', node, metric, value, med, unit, z,
-                                                effect, (node,)))
-        out.outliers += _links(pairs, metric, named, settings)
-    out.outliers.sort(key=lambda o: (-o.z if not math.isinf(o.z) else -math.inf, -o.effect))
+        for node, value in values.items():
+            ref, ref_spread = others(values, node)
+            hit, z, effect = _named(value, ref, ref_spread, metric, settings)
+            out.node_z[metric][node] = z
+            if hit and len(nodes) >= MIN_NODES and metric in settings.metrics:
+                named.add(node)
+                out.outliers.append(Outlier('node', node, metric, value, ref, unit, z, effect,
+                                            (node,)))
+        if metric in settings.metrics:
+            out.outliers += _links(pairs, metric, named, settings)
+    out.outliers.sort(key=lambda o: (-o.effect, o.name))
     return out
 
 
@@ -221,12 +256,13 @@ def _links(pairs: Sequence[Pair], metric: str, named: set, settings: Settings) -
     if len(pairs) < MIN_PAIRS:
         return []
     unit = METRICS[metric][1]
-    med, spread = robust([pair_value(p, metric) for p in pairs])
+    values = {pair.key: pair_value(pair, metric) for pair in pairs}
     found = []
     for pair in pairs:
         if pair.a in named or pair.b in named:
             continue
-        hit, z, effect = _named(pair_value(pair, metric), med, spread, metric, settings)
+        med, spread = others(values, pair.key)
+        hit, z, effect = _named(values[pair.key], med, spread, metric, settings)
         if hit:
             found.append(Outlier('link', f'{pair.a}<->{pair.b}', metric, pair_value(pair, metric),
                                  med, unit, z, effect, (pair.a, pair.b)))

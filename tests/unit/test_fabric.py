@@ -117,3 +117,29 @@ def test_the_best_batch_can_be_judged():
     assert fabric.pairs_from_records([row], 'best')[0] == Pair('x', 'y', 5.0, 20.0, 40.0)
     with pytest.raises(FabricError, match='statistic'):
         fabric.pairs_from_records([row], 'mean')
+
+
+def test_only_the_judged_metrics_name():
+    pairs = sweep(nodes=5, slow_node='n02', factor=10)
+    assert {o.metric for o in fabric.judge(pairs, Settings(metrics=('bandwidth',))).outliers} \
+        == {'bandwidth'}
+
+
+def test_four_nodes_one_far_out_is_named_despite_a_wide_spread():
+    """Leave-one-out: with 4 nodes the outlier does not widen its own reference spread."""
+    pairs = sweep(nodes=4, noise=0.4, slow_node='n03', factor=100)
+    judged = fabric.judge(pairs, Settings(min_effect=9))
+    assert judged.named_nodes == ['n03']
+
+
+def test_passes_are_combined_per_pair():
+    def row(p, lat, best, bw, bw_best, a='x', b='y'):
+        return {'a': a, 'b': b, 'ra': 0, 'rb': 1, 'pass': p, 'latency_us': lat,
+                'latency_best_us': best, 'bw_ab_MBps': bw, 'bw_ab_best_MBps': bw_best,
+                'bw_ba_MBps': bw, 'bw_ba_best_MBps': bw_best}
+    rows = [row(0, 10.0, 9.0, 100.0, 110.0), row(1, 500.0, 400.0, 1.0, 2.0),
+            row(2, 12.0, 8.0, 90.0, 120.0)]
+    assert fabric.pairs_from_records(rows) == [Pair('x', 'y', 12.0, 90.0, 90.0)]
+    assert fabric.pairs_from_records(rows, 'best') == [Pair('x', 'y', 8.0, 120.0, 120.0)]
+    with pytest.raises(FabricError, match='twice in pass 1'):
+        fabric.pairs_from_records(rows + [row(1, 1.0, 1.0, 1.0, 1.0)])

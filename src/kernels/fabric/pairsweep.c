@@ -23,6 +23,8 @@ static const char *usage =
     "  --warmup N         untimed round trips / messages before each (default 5)\n"
     "  --rounds R         only R rounds, spread evenly over the schedule (default: all;\n"
     "                     every round covers every rank for even N)\n"
+    "  --passes P         the whole sweep P times, one DATA record per pair and pass (a\n"
+    "                     transient slows one pass, a slow link every one; default 1)\n"
     "  --serial           the pairs of a round one after another (nodes sharing CPUs, or to\n"
     "                     measure links without the round's other traffic)\n"
     "  --inject-error     self-test: corrupt one received byte, validation must fail (exit 3)\n"
@@ -31,7 +33,7 @@ static const char *usage =
 struct opts {
     size_t lat_size, bw_size;
     long long lat_iters, bw_iters, warmup, rounds;
-    int serial, inject, batches;
+    int serial, inject, batches, passes;
 };
 
 enum { MAX_BATCHES = 1000, TAG_LAT = 1, TAG_BW = 2, TAG_ACK = 3, TAG_RES = 4 };
@@ -40,7 +42,7 @@ static void parse(int argc, char **argv, struct opts *o, int nranks)
 {
     const char *v;
     *o = (struct opts){.lat_size = 8, .bw_size = 1 << 20, .lat_iters = 200, .bw_iters = 20,
-                       .warmup = 5, .rounds = 0, .batches = 5};
+                       .warmup = 5, .rounds = 0, .batches = 5, .passes = 1};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0)
             cc_help(usage);
@@ -58,6 +60,8 @@ static void parse(int argc, char **argv, struct opts *o, int nranks)
             o->rounds = cc_parse_int("--rounds", v, 1, 1000000);
         else if ((v = cc_optval(argc, argv, &i, "--batches")))
             o->batches = (int)cc_parse_int("--batches", v, 1, MAX_BATCHES);
+        else if ((v = cc_optval(argc, argv, &i, "--passes")))
+            o->passes = (int)cc_parse_int("--passes", v, 1, 1000);
         else if (strcmp(argv[i], "--serial") == 0)
             o->serial = 1;
         else if (strcmp(argv[i], "--inject-error") == 0)
@@ -268,11 +272,11 @@ static void measure_pair(const struct opts *o, int me, int peer, unsigned char *
     out[5] = ba[1];
 }
 
-enum { FIELDS = 8 };    /* per pair kept by its leader: peer, round, then measure_pair's 6 */
+enum { FIELDS = 9 };    /* per pair kept by its leader: peer, round, pass, measure_pair's 6 */
 
 struct sweep {
     const struct opts *o;
-    int me, n, nrounds, kept, injected;
+    int me, n, nrounds, kept, injected, pass;
     unsigned char *sbuf, *rbuf;
     double *mine, *round_s;
 };
@@ -286,8 +290,8 @@ static void pair_of(struct sweep *s, int peer, int round)
     if (s->me > peer)
         return;
     double *row = s->mine + (size_t)s->kept++ * FIELDS;
-    row[0] = peer, row[1] = round;
-    memcpy(row + 2, f, sizeof f);
+    row[0] = peer, row[1] = round, row[2] = s->pass;
+    memcpy(row + 3, f, sizeof f);
 }
 
 /* The rounds: all pairs of a round at once, or (--serial) one pair after another; every rank
@@ -296,6 +300,7 @@ static void run_rounds(struct sweep *s)
 {
     int total = schedule_rounds(s->n);
     for (int r = 0; r < s->nrounds; r++) {
+        int slot = s->pass * s->nrounds + r;
         int round = picked_round(r, s->nrounds, total), peer = partner(s->me, round, s->n);
         double t0 = MPI_Wtime();
         if (!s->o->serial) {
@@ -312,7 +317,7 @@ static void run_rounds(struct sweep *s)
                 sleepy_barrier();
             }
         }
-        s->round_s[r] = MPI_Wtime() - t0;
+        s->round_s[slot] = MPI_Wtime() - t0;
     }
 }
 
@@ -346,18 +351,18 @@ static void print_pairs(const struct sweep *s, const char *names)
                          MPI_COMM_WORLD));
     if (s->me != 0)
         return;
-    if (total != s->nrounds * (s->n / 2) * FIELDS)
-        cc_validation_error("the sweep returned %d pairs, the schedule has %d", total / FIELDS,
-                            s->nrounds * (s->n / 2));
+    if (total != s->o->passes * s->nrounds * (s->n / 2) * FIELDS)
+        cc_validation_error("the sweep returned %d pair records, the schedule has %d",
+                            total / FIELDS, s->o->passes * s->nrounds * (s->n / 2));
     for (int a = 0; a < s->n; a++)
         for (int k = displs[a]; k < displs[a] + counts[a]; k += FIELDS) {
             int b = (int)all[k];
-            const double *f = all + k + 2;
-            printf("DATA a=%s b=%s ra=%d rb=%d round=%d latency_us=%.4f latency_best_us=%.4f "
-                   "bw_ab_MBps=%.4f bw_ab_best_MBps=%.4f bw_ba_MBps=%.4f bw_ba_best_MBps=%.4f\n",
-                   names + (size_t)a * MPI_MAX_PROCESSOR_NAME,
-                   names + (size_t)b * MPI_MAX_PROCESSOR_NAME, a, b, (int)all[k + 1], f[0], f[1],
-                   f[2], f[3], f[4], f[5]);
+            const double *f = all + k + 3;
+            printf("DATA a=%s b=%s ra=%d rb=%d round=%d pass=%d latency_us=%.4f "
+                   "latency_best_us=%.4f bw_ab_MBps=%.4f bw_ab_best_MBps=%.4f bw_ba_MBps=%.4f "
+                   "bw_ba_best_MBps=%.4f\n", names + (size_t)a * MPI_MAX_PROCESSOR_NAME,
+                   names + (size_t)b * MPI_MAX_PROCESSOR_NAME, a, b, (int)all[k + 1],
+                   (int)all[k + 2], f[0], f[1], f[2], f[3], f[4], f[5]);
         }
     free(counts), free(displs), free(all);
 }
@@ -374,8 +379,9 @@ int main(int argc, char **argv)
     struct sweep s = {.o = &o, .me = me, .n = n, .nrounds = o.rounds ? (int)o.rounds : total};
     size_t max = o.lat_size > o.bw_size ? o.lat_size : o.bw_size;
     s.sbuf = cc_malloc(max, "the send buffer"), s.rbuf = cc_malloc(max, "the receive buffer");
-    s.mine = cc_malloc((size_t)s.nrounds * FIELDS * sizeof(double), "this rank's pairs");
-    s.round_s = cc_malloc((size_t)s.nrounds * sizeof(double), "the round times");
+    size_t slots = (size_t)o.passes * (size_t)s.nrounds;
+    s.mine = cc_malloc(slots * FIELDS * sizeof(double), "this rank's pairs");
+    s.round_s = cc_malloc(slots * sizeof(double), "the round times");
     char *names = gather_names(me, n);
     if (me == 0)
         printf("# pairsweep: %d ranks, %d of %d rounds of %d disjoint pairs (%s); per pair: "
@@ -387,21 +393,22 @@ int main(int argc, char **argv)
                o.serial ? "one pair at a time" : "all pairs of a round at once", o.batches,
                o.lat_size, o.lat_iters, o.bw_size, o.batches, o.bw_iters);
     cc_print_meta("pairsweep", "nodes=%d rounds=%d schedule_rounds=%d serial=%d lat_size=%zu "
-                  "bw_size=%zu lat_iters=%lld bw_iters=%lld warmup=%lld batches=%d", n, s.nrounds,
-                  total, o.serial, o.lat_size, o.bw_size, o.lat_iters, o.bw_iters, o.warmup,
-                  o.batches);
+                  "bw_size=%zu lat_iters=%lld bw_iters=%lld warmup=%lld batches=%d passes=%d", n,
+                  s.nrounds, total, o.serial, o.lat_size, o.bw_size, o.lat_iters, o.bw_iters,
+                  o.warmup, o.batches, o.passes);
     CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     double t0 = MPI_Wtime();
-    run_rounds(&s);
+    for (s.pass = 0; s.pass < o.passes; s.pass++)
+        run_rounds(&s);
     double sweep_s = MPI_Wtime() - t0, slowest = 0.0;
-    for (int r = 0; r < s.nrounds; r++)
+    for (size_t r = 0; r < slots; r++)
         slowest = s.round_s[r] > slowest ? s.round_s[r] : slowest;
     print_pairs(&s, names);
     long long sum = 0;
     CC_CHECK(MPI_Reduce(&validated, &sum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     if (me == 0) {
-        printf("RESULT pairs=%d rounds=%d sweep_s=%.4f slowest_round_s=%.4f\n",
-               s.nrounds * (n / 2), s.nrounds, sweep_s, slowest);
+        printf("RESULT pairs=%d rounds=%d passes=%d sweep_s=%.4f slowest_round_s=%.4f\n",
+               s.nrounds * (n / 2), s.nrounds, o.passes, sweep_s, slowest);
         printf("PASS validated=%lld\n", sum);
         fflush(stdout);
     }
