@@ -113,17 +113,21 @@ def values(tc) -> dict[str, float]:
     return {k.split(':')[-1]: v[0] for k, v in (tc.get('perfvalues') or {}).items()}
 
 
-def pairs(tc) -> list[fabric.Pair]:
+def job_records(tc) -> dict[str, list[dict]]:
     # A passed test's output is copied to its output directory; a failed one stays staged.
     out = glob.glob(os.path.join(tc['outputdir'], '*.out')) or \
         glob.glob(os.path.join(tc['stagedir'], '*.out'))
     assert out, f'no job output kept in {tc["outputdir"]} or {tc["stagedir"]}'
-    rows = records.parse(Path(out[0]).read_text(errors='replace'))['DATA']
-    return fabric.pairs_from_records(rows, 'best')
+    return records.parse(Path(out[0]).read_text(errors='replace'))
 
 
 def print_grid(title, tc):
-    found = pairs(tc)
+    out = job_records(tc)
+    found = fabric.pairs_from_records(out['DATA'], 'best')
+    result = out['RESULT'][0]
+    print(f'\n{title} {tc["environ"]}: {result["pairs"]} pairs, {result["rounds"]} rounds, '
+          f'{result["passes"]} passes: sweep {result["sweep_s"]:.2f} s, slowest round '
+          f'{result["slowest_round_s"]:.2f} s')
     for metric, unit in (('latency', 'us'), ('bandwidth', 'MB/s')):
         grid = fabric.matrix(found, NODES, metric)
         print(f'\n{title} {tc["environ"]}: {metric} ({unit}, best batch; bandwidth: row -> '
@@ -195,7 +199,7 @@ def test_the_rerun_command_is_what_ran(degraded):
         command = (tc.get('fail_reason') or '').split('rerun just those nodes: ')[-1]
         assert command.startswith('commcheck run -- '), command
         assert command.split('commcheck run -- ')[1].split() == degraded['rerun'], command
-        script = (Path(tc['outputdir']) / 'rfm_job.sh').read_text()
+        script = (Path(tc['stagedir']) / 'rfm_job.sh').read_text()    # failed: kept staged
         assert f'#SBATCH --nodelist={",".join(NODES)}' in script, script
         assert set(tc['job_nodelist']) == set(NODES) or not tc['job_nodelist']
 
