@@ -181,10 +181,18 @@ def robust(values: Sequence[float]) -> tuple[float, float]:
     return med, max(mad, MIN_SPREAD * abs(med))
 
 
-def others(values: Mapping, key) -> tuple[float, float]:
+#: Up to this population, each member is judged against the others (leave-one-out); above,
+#: one outlier hardly moves the median and MAD, which are then computed once (a 1024-node
+#: sweep has 523,776 pairs).
+LEAVE_ONE_OUT = 64
+
+
+def others(values: Mapping, key, whole: tuple[float, float] | None = None) -> tuple[float, float]:
     """(median, spread) of the population without ``key`` (leave-one-out): in a small
     population the outlier itself would widen the MAD it is measured in (4 nodes, one 100 x
-    slower: its own z-score would stay near 4)."""
+    slower: its own z-score would stay near 4). Large populations: ``whole``, their own."""
+    if len(values) > LEAVE_ONE_OUT:
+        return whole or robust(list(values.values()))
     rest = [v for k, v in values.items() if k != key]
     return robust(rest) if rest else robust(list(values.values()))
 
@@ -239,7 +247,7 @@ def judge(pairs: Sequence[Pair], settings: Settings = Settings()) -> Judgement:
         out.node_z[metric] = {}
         named = set()
         for node, value in values.items():
-            ref, ref_spread = others(values, node)
+            ref, ref_spread = others(values, node, (med, spread))
             hit, z, effect = _named(value, ref, ref_spread, metric, settings)
             out.node_z[metric][node] = z
             if hit and len(nodes) >= MIN_NODES and metric in settings.metrics:
@@ -257,11 +265,12 @@ def _links(pairs: Sequence[Pair], metric: str, named: set, settings: Settings) -
         return []
     unit = METRICS[metric][1]
     values = {pair.key: pair_value(pair, metric) for pair in pairs}
+    whole = robust(list(values.values()))
     found = []
     for pair in pairs:
         if pair.a in named or pair.b in named:
             continue
-        med, spread = others(values, pair.key)
+        med, spread = others(values, pair.key, whole)
         hit, z, effect = _named(values[pair.key], med, spread, metric, settings)
         if hit:
             found.append(Outlier('link', f'{pair.a}<->{pair.b}', metric, pair_value(pair, metric),

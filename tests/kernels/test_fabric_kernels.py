@@ -16,7 +16,7 @@ pytestmark = [needs_stacks(), pytest.mark.skipif(not STACKS, reason='no Debian M
 
 SWEEP = ('--lat-iters', '20', '--bw-iters', '4', '--bw-size', '64k', '--batches', '4')
 COLL = ('--sizes', '8,1k,64k', '--iters', '10', '--warmup', '2')
-PAIR_FIELDS = ['a', 'b', 'ra', 'rb', 'round', 'latency_us', 'latency_best_us', 'bw_ab_MBps',
+PAIR_FIELDS = ['a', 'b', 'ra', 'rb', 'round', 'pass', 'latency_us', 'latency_best_us', 'bw_ab_MBps',
                'bw_ab_best_MBps', 'bw_ba_MBps', 'bw_ba_best_MBps']
 IDS = [s.name for s in STACKS]
 
@@ -29,19 +29,21 @@ def run(stack, builds, program, ranks, *args, timeout=120):
 @pytest.mark.parametrize('stack', STACKS, ids=IDS)
 def test_every_pair_once_in_rounds_of_disjoint_pairs(kernel_builds, stack):
     for ranks, extra, rounds in ((4, (), 3), (3, (), 3), (5, ('--rounds', '2'), 2),
-                                 (4, ('--serial',), 3)):
+                                 (4, ('--serial', '--passes', '2'), 3)):
         done, out = run(stack, kernel_builds, 'pairsweep-c', ranks, *SWEEP, *extra)
         assert done.returncode == 0, (ranks, extra, done.stderr)
-        data = out['DATA']
-        assert all(list(r) == PAIR_FIELDS for r in data), data[0]
-        assert len(data) == rounds * (ranks // 2), (ranks, extra, data)
+        passes = 2 if '--passes' in extra else 1
+        assert all(list(r) == PAIR_FIELDS for r in out['DATA']), out['DATA'][0]
+        assert sorted({r['pass'] for r in out['DATA']}) == list(range(passes))
+        assert len(out['DATA']) == passes * rounds * (ranks // 2), (ranks, extra, out['DATA'])
+        data = [r for r in out['DATA'] if r['pass'] == 0]
         assert len({(r['ra'], r['rb']) for r in data}) == len(data)      # no pair twice
         assert all(r['ra'] < r['rb'] for r in data)
         by_round = {}                                                    # disjoint in a round
         for r in data:
             by_round.setdefault(r['round'], []).extend((r['ra'], r['rb']))
         assert len(by_round) == rounds and all(len(m) == len(set(m)) for m in by_round.values())
-        if not extra or extra == ('--serial',):
+        if '--rounds' not in extra:
             assert {(r['ra'], r['rb']) for r in data} == set(itertools.combinations(
                 range(ranks), 2))
         for r in data:
@@ -51,6 +53,7 @@ def test_every_pair_once_in_rounds_of_disjoint_pairs(kernel_builds, stack):
         result, meta = out['RESULT'][0], out['META'][0]
         assert (result['pairs'], result['rounds']) == (len(data), rounds)
         assert meta['serial'] == int('--serial' in extra) and meta['nodes'] == ranks
+        assert (meta['passes'], result['passes']) == (passes, passes)
         assert out['PASS'] and out['PASS'][0]['validated'] > 0
 
 

@@ -143,3 +143,12 @@ def test_passes_are_combined_per_pair():
     assert fabric.pairs_from_records(rows, 'best') == [Pair('x', 'y', 8.0, 120.0, 120.0)]
     with pytest.raises(FabricError, match='twice in pass 1'):
         fabric.pairs_from_records(rows + [row(1, 1.0, 1.0, 1.0, 1.0)])
+
+
+def test_a_large_sweep_is_judged_against_the_whole_population():
+    """128 nodes (8128 pairs): above LEAVE_ONE_OUT the median and MAD are computed once (a
+    leave-one-out per pair would be quadratic); the slow node is still named, alone."""
+    assert 127 * 128 // 2 > fabric.LEAVE_ONE_OUT
+    judged = fabric.judge(sweep(nodes=128, slow_node='n77', factor=3.0))
+    assert judged.named_nodes == ['n77']
+    assert [o.kind for o in judged.outliers] == ['node', 'node']
