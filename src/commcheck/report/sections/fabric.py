@@ -13,14 +13,17 @@ from __future__ import annotations
 import glob
 import math
 import os
+import re
 
 from matplotlib.colors import LogNorm
 
 from commcheck import experiments, fabric, records
 from commcheck.report.context import Context, Section
-from commcheck.report.model import Case
+from commcheck.report.model import Case, cases_of
 from commcheck.report.plots import Painter
 
+#: What Outlier.describe() starts with: kind, name, metric.
+NAMED = re.compile(r'^(node|link) (\S+): (\w+) ')
 COLLECTIVE_KEYS = ('allreduce_8B', 'allreduce_65536B', 'alltoall_1024B', 'bcast_65536B',
                    'barrier')
 
@@ -52,6 +55,21 @@ def _settings(case: Case) -> tuple[str, fabric.Settings]:
         return 'median', fabric.Settings()
 
 
+def _past(ctx: Context, case: Case, statistic: str) -> list[list[fabric.Pair]]:
+    """The same sweep (system, partition, environment) in earlier stored sessions whose job
+    output is still there, oldest first; a sweep that cannot be read is left out."""
+    past = []
+    for old in cases_of(s for s in ctx.history if s.uuid != case.session):
+        if (old.check, old.system, old.partition, old.environ) != (
+                'FabricSweep', case.system, case.partition, case.environ) or old.fixture:
+            continue
+        try:
+            past.append(fabric.pairs_from_records(_records(old), statistic))
+        except fabric.FabricError:
+            continue
+    return past
+
+
 def _finite(grid):
     return [[None if v is None or math.isnan(v) else v for v in row] for row in grid]
 
@@ -65,10 +83,13 @@ def sweep_of(ctx: Context, case: Case) -> dict:
     except fabric.FabricError as err:
         row['problem'] = str(err)
         return row
-    recorded = sorted(str(o) for o in case.raw.get('outliers') or [])
-    if recorded != sorted(o.describe() for o in judged.outliers):
-        ctx.warn(f'fabric: {case.label}: the check named {len(recorded)} outlier(s), the '
-                 f'report {len(judged.outliers)} from the same records')
+    recorded = {m.groups() for o in case.raw.get('outliers') or []
+                if (m := NAMED.match(str(o)))}
+    found = {(o.kind.replace('history', 'link vs its past'), o.name, o.metric)
+             for o in judged.outliers}
+    if recorded != found:
+        ctx.warn(f'fabric: {case.label}: the check named {sorted(recorded)}, the report '
+                 f'{sorted(found)} from the same records')
     row.update(
         statistic=statistic, z=settings.z, min_effect=settings.min_effect,
         metrics=', '.join(settings.metrics), nodes=judged.nodes,
@@ -77,6 +98,7 @@ def sweep_of(ctx: Context, case: Case) -> dict:
                    'z': None if math.isinf(o.z) else o.z, 'effect': o.effect}
                   for o in judged.outliers],
         rerun=fabric.rerun_command(judged), notes=judged.notes,
+        history=_history(ctx, case, judged, statistic, settings),
         latency=_finite(fabric.matrix(judged.pairs, judged.nodes, 'latency')),
         bandwidth=_finite(fabric.matrix(judged.pairs, judged.nodes, 'bandwidth')),
         per_node=[{'node': n, 'latency': judged.node_values['latency'][n],
@@ -84,6 +106,12 @@ def sweep_of(ctx: Context, case: Case) -> dict:
                    'bandwidth': judged.node_values['bandwidth'][n],
                    'bandwidth_z': judged.node_z['bandwidth'][n]} for n in judged.nodes])
     return row
+
+
+def _history(ctx, case, judged, statistic, settings) -> dict:
+    past = _past(ctx, case, statistic)
+    worse = fabric.against_history(judged.pairs, past, settings)
+    return {'sweeps': len(past), 'worse': [o.describe() for o in worse]}
 
 
 def _heatmap(p: Painter, sweep: dict):
