@@ -125,11 +125,15 @@ def _heatmap(p: Painter, sweep: dict):
         vals = [v for row in grid for v in row if not math.isnan(v)]
         if not vals:
             continue
-        image = ax.imshow(grid, cmap=cmap, norm=LogNorm(min(vals), max(vals) * 1.0001))
+        # The scale spans at least a factor of 3, so that the 10 % differences of a healthy
+        # fabric stay one colour and only a real outlier stands out.
+        low, high = min(vals), max(vals)
+        low, high = (low, max(high, 3 * low)) if key == 'latency' else (min(low, high / 3), high)
+        image = ax.imshow(grid, cmap=cmap, norm=LogNorm(low, high))
         ax.set_xticks(range(n), nodes, rotation=90, fontsize=7)
         ax.set_yticks(range(n), nodes, fontsize=7)
         ax.set_title(f'{key} ({unit}){"; row sends" if key == "bandwidth" else ""}', fontsize=9)
-        fig.colorbar(image, ax=ax, shrink=0.8)
+        fig.colorbar(image, ax=ax, shrink=0.8, format='%.3g')
         if n <= 12:
             for i in range(n):
                 for j in range(n):
