@@ -222,6 +222,18 @@ static struct cc_timing time_op(const struct opts *o, int op, struct bufs *b, si
     return worst;
 }
 
+/* One untimed, validated call of every op at every size before any timing: a library's lazy
+ * setup (connections, shared-memory segments, algorithm tables) is not the first op's time. */
+static void warm_up(const struct opts *o, struct bufs *b)
+{
+    for (int op = 0; op < NOPS; op++)
+        for (int k = 0; o->ops[op] && k < (op == OP_BARRIER ? 1 : o->sw.nsizes); k++) {
+            size_t size = op == OP_BARRIER ? 0 : o->sw.sizes[k];
+            prepare(op, b, size, -1);
+            call(op, b, size, -1 - o->sw.warmup, 0, 0);
+        }
+}
+
 int main(int argc, char **argv)
 {
     cc_init(&argc, &argv);
@@ -231,7 +243,8 @@ int main(int argc, char **argv)
     struct bufs b = {cc_malloc(o.sw.max * (size_t)n, "the send buffer"),
                      cc_malloc(o.sw.max * (size_t)n, "the receive buffer")};
     if (me == 0)
-        printf("# collectives: per op and size MPI_Barrier, %lld untimed calls, %lld timed calls "
+        printf("# collectives: one untimed call of every op and size first; then per op and "
+               "size MPI_Barrier, %lld untimed calls, %lld timed calls "
                "in %d batches (MPI_Wtime around each); time_us = the slowest rank's median of "
                "its batch means, time_mean_us = the slowest rank's mean; size = bytes per rank "
                "(allreduce: doubles x 8, alltoall: each block); then one untimed call with "
@@ -239,6 +252,7 @@ int main(int argc, char **argv)
                o.sw.batches);
     cc_print_meta("collectives", "iters=%lld warmup=%lld batches=%d sizes=%d", o.sw.iters,
                   o.sw.warmup, o.sw.batches, o.sw.nsizes);
+    warm_up(&o, &b);
     for (int op = 0; op < NOPS; op++) {
         if (!o.ops[op])
             continue;
