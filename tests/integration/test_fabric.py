@@ -2,12 +2,12 @@
 whose link is degraded for real, and no node when none is; collectives on the partition.
 
 ``.ci/slurm-cluster`` starts four slurmd in network namespaces (see ``.ci/README.md``); ReFrame
-runs on its login host with ``config/sites/example-slurm.yaml``'s ``intra`` (one node) and
-``fabric`` (all four nodes) partitions, on Debian's Open MPI 4.1.4 (srun --mpi=pmix) and the PyPI
-MPICH 5 wheel (srun --mpi=pmi2; Debian's MPICH 4.0.2 runs on ``intra`` only, see the site file).
+runs on its login host with ``config/sites/example-slurm.yaml``'s ``fabric`` partition (all four
+nodes), on Debian's Open MPI 4.1.4 (srun --mpi=pmix) and the PyPI MPICH 5 wheel (srun
+--mpi=pmi2; Debian's MPICH 4.0.2 runs on ``intra`` only, see the site file).
 
-1. A clean session: FabricSweep (every pair of the four nodes) and Collectives (all nodes, and
-   one node) on every stack. The sweep names nobody.
+1. A clean session: FabricSweep (every pair of the four nodes) and Collectives (one rank per
+   node) on both stacks. The sweep names nobody.
 2. ``slurm-cluster degrade cc-n3 tbf rate 5mbit ...``: a token-bucket rate limit on cc-n3's
    egress, inside its namespace (this kernel has no netem). The sweep, run with exactly the
    rerun command a named node's failure prints, names cc-n3 and no other node, in its failure
@@ -62,7 +62,7 @@ def cluster(request):
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
     base = tmp_path_factory.mktemp('rfm-fabric')
-    site_file, notes = site_under_test(base, partitions=('intra', 'fabric'))
+    site_file, notes = site_under_test(base, partitions=('fabric',))
     return {'base': base, 'file': site_file, 'notes': notes}
 
 
@@ -77,10 +77,7 @@ def clean(cluster, site):
 @pytest.fixture(scope='module')
 def degraded(cluster, site, clean):
     """The sweep with cc-n3's link rate-limited, launched with the rerun command's options."""
-    # The fabric partition only (ReFrame 4's --system SYS:PART fails with a KeyError here).
-    (site['base'] / 'degraded').mkdir()
-    site_file, _ = site_under_test(site['base'] / 'degraded', partitions=('fabric',))
-    env = reframe_env(site['base'] / 'degraded', site_file)
+    env = reframe_env(site['base'] / 'degraded', site['file'])
     rerun = ['-n', 'FabricSweep', '-S', 'FabricSweep.num_nodes=4',
              '-J', f'nodelist={",".join(NODES)}']
     done = cluster.script('degrade', DEGRADED, *RATE_LIMIT)
@@ -152,23 +149,17 @@ def test_clean_sweep_names_no_node(clean):
         print_grid('clean', tc)
 
 
-def test_the_sweep_is_skipped_on_one_node_saying_why(clean):
-    one = [tc for tc in clean['cases'] if tc['display_name'] == 'FabricSweep'
-           and tc['partition'] == 'intra']
-    assert one and all(tc['result'] == 'skip' and 'several nodes' in
-                       (tc.get('skip_reason') or tc.get('fail_reason') or '') for tc in one)
-
-
-def test_collectives_on_the_partition_and_in_one_node(clean):
+def test_collectives_on_the_partition(clean):
+    """One rank per node on all four nodes, every result validated (within one node they run
+    on the local site: tests/integration/test_reframe_sessions.py's main job)."""
     cases = [tc for tc in clean['cases'] if tc['display_name'] == 'Collectives']
     placed = {(tc['partition'], tc['environ']): tc for tc in cases}
-    assert set(placed) >= {('fabric', s) for s in INTER_NODE_STACKS} | {('intra', 'gnu-mpich4')}
+    assert set(placed) == {('fabric', s) for s in INTER_NODE_STACKS}
     print('\nstack          partition ranks  allreduce_8B allreduce_64K alltoall_1K  bcast_64K '
           'barrier (us)')
     for (part, env), tc in sorted(placed.items()):
         assert tc['result'] == 'pass', (part, env, tc.get('fail_reason'))
-        want = (4, 1) if part == 'fabric' else (2, 2)
-        assert (tc['num_tasks'], tc['num_tasks_per_node']) == want, (part, env)
+        assert (tc['num_tasks'], tc['num_tasks_per_node']) == (4, 1), (part, env)
         v = values(tc)
         keys = ('allreduce_8B', 'allreduce_65536B', 'alltoall_1024B', 'bcast_65536B', 'barrier')
         assert all(v[k] > 0 for k in keys), v

@@ -179,6 +179,7 @@ def site_under_test(tmp: Path, partitions=('intra', 'inter')) -> tuple[Path, lis
     for stack in data['stacks']:
         if 'partitions' in stack:
             stack['partitions'] = [p for p in stack['partitions'] if p in partitions]
+    data['stacks'] = [s for s in data['stacks'] if s.get('partitions', True)]
     notes = []
     extra = newer_mpich()
     if extra:
