@@ -40,6 +40,8 @@ KERNELS = {
     'stencil': ('c', 'fortran'),
     'stream': ('c',),
     'fptr': ('fortran',),
+    'pairsweep': ('c',),
+    'collectives': ('c',),
 }
 #: The Java kernels' classes (package ``cc``, src/kernels/java).
 JAVA_CLASSES = {'pingpong': 'cc.PingPong', 'comms2': 'cc.Comms2', 'dtype': 'cc.Dtype'}
@@ -132,6 +134,36 @@ EXPERIMENTS = (
         key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER)),
         seed_mode=('n=10000', 'steps=100', 'min_reps=3', 'target_seconds=0'),
         quick_mode=('n=400', 'steps=4', 'min_reps=1', 'target_seconds=0')),
+)
+
+#: The collectives every collective check times (our kernel and OSU's), perf variables
+#: ``<op>_<size>B`` in us (``barrier``: no size).
+COLLECTIVE_OPS = ('allreduce', 'alltoall', 'bcast', 'barrier')
+
+EXPERIMENTS += (
+    Experiment(
+        check='FabricSweep', title='Fabric acceptance: every node pair', kernels=('pairsweep',),
+        seeds=(), section='fabric',
+        # Per node (node_latency_<host>, node_bw_<host>) and the population's medians; a node
+        # or link named as an outlier fails the check (commcheck.fabric).
+        key_variables=(('latency_median', LOWER_IS_BETTER), ('bw_median', HIGHER_IS_BETTER)),
+        seed_mode=('lat_iters=1000', 'bw_iters=50'),
+        quick_mode=('lat_iters=100', 'bw_iters=10')),
+    Experiment(
+        check='Collectives', title='Collectives across the partition',
+        kernels=('collectives',), seeds=(), section='fabric',
+        key_variables=(('allreduce_8B', LOWER_IS_BETTER), ('allreduce_65536B', LOWER_IS_BETTER),
+                       ('alltoall_1024B', LOWER_IS_BETTER), ('bcast_65536B', LOWER_IS_BETTER),
+                       ('barrier', LOWER_IS_BETTER)),
+        seed_mode=('sizes=8:1048576', 'iters=1000'),
+        quick_mode=('sizes=8,1024,65536', 'iters=50', 'warmup=5')),
+    Experiment(
+        check='OsuCollectives', title='OSU Micro-Benchmarks collectives', kernels=(),
+        seeds=(), section='fabric', needs=('osu',),
+        key_variables=(('allreduce_8B', LOWER_IS_BETTER), ('allreduce_65536B', LOWER_IS_BETTER),
+                       ('alltoall_1024B', LOWER_IS_BETTER), ('bcast_65536B', LOWER_IS_BETTER),
+                       ('barrier', LOWER_IS_BETTER)),
+        quick_mode=('iterations=50',)),
 )
 
 BY_CHECK = {e.check: e for e in EXPERIMENTS}

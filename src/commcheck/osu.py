@@ -56,3 +56,22 @@ def problems(text: str, expected_sizes: list[int]) -> list[str]:
     if unvalidated:
         out.append('OSU did not validate its buffers (no Validation column: run with -c)')
     return out
+
+
+_SINGLE = re.compile(r'^\s*([-+0-9.eE]+)(?:\s+\S+)*\s*$')
+
+
+def parse_single(text: str) -> float:
+    """The one figure of a benchmark without sizes (``osu_barrier``: ``# Avg Latency(us)``
+    then one row): the first column of its one data row."""
+    lines = text.splitlines()
+    titles = [i for i, line in enumerate(lines) if line.startswith('# OSU')]
+    rows = [line for line in lines[titles[0] if titles else 0:]
+            if line.strip() and not line.lstrip().startswith('#')]
+    if len(rows) != 1 or not _SINGLE.match(rows[0]):
+        raise OsuOutputError(f'expected one data row in OSU output, got {len(rows)}'
+                             + (f': {rows[0].strip()!r}' if rows else ''))
+    try:
+        return float(_SINGLE.match(rows[0]).group(1))
+    except ValueError:
+        raise OsuOutputError(f'not a number in OSU output: {rows[0].strip()!r}') from None

@@ -1,0 +1,141 @@
+"""Collectives across a partition: allreduce, alltoall, bcast and barrier per message size.
+
+``Collectives`` runs our validated kernel (``src/kernels/fabric/collectives.c``: every
+allreduce result checked against its closed form, every alltoall block and bcast message by
+its stamps) on every node of a multi-node partition (one rank per node by default) and within
+one node (the partition's cores). ``OsuCollectives`` runs OSU's ``osu_allreduce``,
+``osu_alltoall``, ``osu_bcast`` and ``osu_barrier`` with the same placement where the stack has
+OSU (see checks/osu.py). Perf variables: ``<op>_<size>B`` and ``barrier``, in us per call (the
+slowest rank's), the names shared by both checks.
+"""
+
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
+from reframe.core.builtins import variable
+
+from commcheck import osu, records
+from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS
+from commcheck.rfm.build import KernelsBuild, osu_program
+from commcheck.rfm.mixins import StackCheck
+from commcheck.rfm.perf import data_records, kernel_passed, perf_record
+
+
+class PartitionWide(rfm.RunOnlyRegressionTest, StackCheck):
+    """Every node of the partition, ``tasks_per_node`` ranks each (not a test by itself)."""
+
+    valid_systems = ['*']
+    #: Ranks per node (0: 1 on a multi-node partition, its cores, at least 2, on one node).
+    #: :type: int :default: 0
+    tasks_per_node = variable(int, value=0)
+    kernels = fixture(KernelsBuild, scope='environment')
+
+    @run_after('setup')
+    def place_ranks(self):
+        """Overrides the mixin's hook of this name, in its place."""
+        part = self.current_partition.extras
+        nodes = part.get('nodes', 1)
+        per_node = self.tasks_per_node or (1 if nodes > 1 else max(2, part.get('cores') or 2))
+        self.num_tasks, self.num_tasks_per_node = nodes * per_node, per_node
+        super().place_ranks()
+
+
+def op_label(op: str, size: int) -> str:
+    return op if op == 'barrier' else f'{op}_{size}B'
+
+
+@rfm.simple_test
+class Collectives(PartitionWide):
+    descr = 'MPI collectives across the partition, every result validated'
+    valid_prog_environs = ['+c']
+    #: Bytes per rank: a list or a power-of-two range (see src/kernels/README.md).
+    #: :type: str :default: '8:65536'
+    sizes = variable(str, value='8:65536')
+    #: Timed calls and untimed warm-up calls per op and size. :type: int :default: 100, 10
+    iters = variable(int, value=100)
+    warmup = variable(int, value=10)
+    tags = {'fabric', 'collectives'}
+
+    @run_before('run')
+    def set_program(self):
+        executable, leading, env = self.kernels.command('collectives', 'c')
+        self.executable = executable
+        self.executable_opts = [*leading, '--sizes', self.sizes, '--iters', str(self.iters),
+                                '--warmup', str(self.warmup)]
+        self.env_vars = {**self.env_vars, **env}
+
+    @sanity_function
+    def validated(self):
+        """PASS, and a DATA record for every op and size (barrier: one)."""
+        kernel_passed(self).evaluate()
+        sizes = records.parse_sizes(self.sizes)
+        want = [(op, s) for op in COLLECTIVE_OPS for s in (sizes if op != 'barrier' else [0])]
+        got = [(r.get('op'), r.get('size')) for r in data_records(self)]
+        return sn.assert_eq(got, want, msg='the kernel printed {0}, asked for {1}')
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        if self.is_dry_run():
+            return
+        self.perf_variables = {
+            op_label(r['op'], r['size']): perf_record(self, 'DATA', 'time_us', 'us',
+                                                      op=r['op'], size=r['size'])
+            for r in data_records(self)}
+
+
+#: OSU program -> our op name.
+OSU_COLLECTIVES = {f'osu_{op}': op for op in COLLECTIVE_OPS}
+
+
+@rfm.simple_test
+class OsuCollectives(PartitionWide):
+    descr = 'OSU Micro-Benchmarks collectives across the partition'
+    valid_prog_environs = [f'+{f}' for f in BY_CHECK['OsuCollectives'].needs]
+    benchmark = parameter(list(OSU_COLLECTIVES))
+    #: OSU's ``-m``: message sizes (not for osu_barrier). :type: str :default: '8:65536'
+    sizes = variable(str, value='8:65536')
+    #: OSU's ``-i``: timed iterations per size. :type: int :default: 100
+    iterations = variable(int, value=100)
+    tags = {'fabric', 'collectives', 'osu'}
+
+    @run_after('setup')
+    def find_program(self):
+        self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
+        self.skip_because(
+            self.osu_path is None and self.current_environ.extras['build'] != 'spack',
+            f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT or '
+            f'a module); {self.current_environ.name} has neither')
+
+    @run_before('run')
+    def set_program(self):
+        self.executable = self.osu_path or osu_program(self.current_environ.extras,
+                                                       self.benchmark)
+        self.executable_opts = ['-i', str(self.iterations)]
+        if self.benchmark != 'osu_barrier':
+            self.executable_opts += ['-m', self.sizes, '-c']
+
+    def _table(self) -> dict:
+        with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
+            text = fp.read()
+        if self.benchmark == 'osu_barrier':
+            return {0: osu.parse_single(text)}
+        return osu.parse_table(text)
+
+    @sanity_function
+    def table_complete(self):
+        """A validated result (OSU's ``-c``) for every size; osu_barrier: its one figure."""
+        if self.benchmark == 'osu_barrier':
+            return sn.assert_true(self._table())
+        with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
+            problems = osu.problems(fp.read(), records.parse_sizes(self.sizes))
+        return sn.assert_false(problems, msg='; '.join(problems))
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        if self.is_dry_run():
+            return
+        op = OSU_COLLECTIVES[self.benchmark]
+        self.perf_variables = {op_label(op, size): sn.make_performance_function(
+            sn.defer(value), 'us') for size, value in self._table().items()}

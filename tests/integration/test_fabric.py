@@ -1,0 +1,206 @@
+"""Fabric acceptance on a real (emulated) 4-node Slurm cluster: the node-pair sweep names a node
+whose link is degraded for real, and no node when none is; collectives on the partition.
+
+``.ci/slurm-cluster`` starts four slurmd in network namespaces (see ``.ci/README.md``); ReFrame
+runs on its login host with ``config/sites/example-slurm.yaml``'s ``fabric`` partition (all four
+nodes), on Debian's Open MPI 4.1.4 (srun --mpi=pmix) and the PyPI MPICH 5 wheel (srun
+--mpi=pmi2; Debian's MPICH 4.0.2 runs on ``intra`` only, see the site file).
+
+1. A clean session: FabricSweep (every pair of the four nodes) and Collectives (one rank per
+   node) on both stacks. The sweep names nobody.
+2. ``slurm-cluster degrade cc-n3 tbf rate 5mbit ...``: a token-bucket rate limit on cc-n3's
+   egress, inside its namespace (this kernel has no netem). The sweep, run with exactly the
+   rerun command a named node's failure prints, names cc-n3 and no other node, in its failure
+   reason, its perf variables and the report's fabric section; the job ran on the nodes the
+   command lists. The qdisc is removed afterwards.
+
+The four "nodes" share this machine's two CPUs (and, on a busy machine, its other load): a
+ping-pong then measures the scheduler as much as the link (a round trip needs both busy-polling
+ranks on a CPU at once; clean latencies here ranged 10 us to 1 ms, best batches included), and
+now and then a clean pair streams 10-100x slower for a while. So the sweep here runs its pairs
+one at a time (``serial``), three times (``passes``: a transient slows one pass), judges the best
+batch of each pair over the passes (``statistic=best``) by bandwidth only (``metrics``), and
+names only what is 50x worse than the median of the others (``min_effect=49``). The rate limit,
+5 Mbit/s (0.6 MB/s) against 100-1800 MB/s on the clean veth links, is 150-3000x. Needs what
+test_slurm.py needs.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commcheck import fabric, records
+from tests.conftest import BIN
+from tests.integration.test_slurm import (all_cases, reframe_env, run_reframe, run_report,
+                                          site_under_test, start_cluster)
+
+pytestmark = [pytest.mark.integration]
+
+NODES = ('cc-n1', 'cc-n2', 'cc-n3', 'cc-n4')
+DEGRADED = 'cc-n3'
+RATE_LIMIT = ('tbf', 'rate', '5mbit', 'burst', '32kb', 'latency', '50ms')
+#: How the emulated nodes are swept (see the module's description).
+SWEEP = ['-S', 'FabricSweep.serial=true', '-S', 'FabricSweep.passes=3',
+         '-S', 'FabricSweep.statistic=best', '-S', 'FabricSweep.metrics=bandwidth',
+         '-S', 'FabricSweep.min_effect=49', '-S', 'FabricSweep.lat_iters=200',
+         '-S', 'FabricSweep.batches=40', '-S', 'FabricSweep.bw_iters=8',
+         '-S', 'FabricSweep.bw_size=64k', '-S', 'FabricSweep.warmup=2']
+INTER_NODE_STACKS = {'gnu-openmpi4', 'gnu-mpich5'}
+
+
+@pytest.fixture(scope='module')
+def cluster(request):
+    return start_cluster(request)
+
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    base = tmp_path_factory.mktemp('rfm-fabric')
+    site_file, notes = site_under_test(base, partitions=('fabric',))
+    return {'base': base, 'file': site_file, 'notes': notes}
+
+
+@pytest.fixture(scope='module')
+def clean(cluster, site):
+    env = reframe_env(site['base'] / 'clean', site['file'])
+    done = run_reframe(cluster, env, '-r', '--mode', 'quick', '-n', 'FabricSweep',
+                       '-n', 'Collectives', *SWEEP)
+    return {'done': done, 'env': env, 'cases': ran(env)}
+
+
+@pytest.fixture(scope='module')
+def degraded(cluster, site, clean):
+    """The sweep with cc-n3's link rate-limited, launched with the rerun command's options."""
+    env = reframe_env(site['base'] / 'degraded', site['file'])
+    rerun = ['-n', 'FabricSweep', '-S', 'FabricSweep.num_nodes=4',
+             '-J', f'nodelist={",".join(NODES)}']
+    done = cluster.script('degrade', DEGRADED, *RATE_LIMIT)
+    assert done.returncode == 0, done.stderr
+    try:
+        done = run_reframe(cluster, env, '-r', '--mode', 'quick', *rerun, *SWEEP)
+    finally:
+        restored = cluster.script('restore', DEGRADED)
+    assert restored.returncode == 0, restored.stderr
+    assert 'tbf' not in restored.stderr.split('now:')[-1], restored.stderr
+    report = subprocess.run([str(BIN / 'commcheck'), 'report'], env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert list((Path(env['COMMCHECK_REPORTS']) / 'runs').glob('run-report-*.json')), \
+        done.stdout[-3000:] + done.stderr[-3000:]
+    return {'done': done, 'env': env, 'cases': ran(env), 'rerun': rerun, 'report': report}
+
+
+def ran(env) -> list[dict]:
+    return [tc for tc in all_cases(run_report(env)) if not tc['fixture']]
+
+
+def sweeps(cases) -> dict[str, dict]:
+    found = {tc['environ']: tc for tc in cases
+             if tc['display_name'] == 'FabricSweep' and tc['partition'] == 'fabric'}
+    assert set(found) == INTER_NODE_STACKS, sorted(found)
+    return found
+
+
+def values(tc) -> dict[str, float]:
+    return {k.split(':')[-1]: v[0] for k, v in (tc.get('perfvalues') or {}).items()}
+
+
+def job_records(tc) -> dict[str, list[dict]]:
+    # A passed test's output is copied to its output directory; a failed one stays staged.
+    out = glob.glob(os.path.join(tc['outputdir'], '*.out')) or \
+        glob.glob(os.path.join(tc['stagedir'], '*.out'))
+    assert out, f'no job output kept in {tc["outputdir"]} or {tc["stagedir"]}'
+    return records.parse(Path(out[0]).read_text(errors='replace'))
+
+
+def print_grid(title, tc):
+    out = job_records(tc)
+    found = fabric.pairs_from_records(out['DATA'], 'best')
+    result = out['RESULT'][0]
+    print(f'\n{title} {tc["environ"]}: {result["pairs"]} pairs, {result["rounds"]} rounds, '
+          f'{result["passes"]} passes: sweep {result["sweep_s"]:.2f} s, slowest round '
+          f'{result["slowest_round_s"]:.2f} s')
+    for metric, unit in (('latency', 'us'), ('bandwidth', 'MB/s')):
+        grid = fabric.matrix(found, NODES, metric)
+        print(f'\n{title} {tc["environ"]}: {metric} ({unit}, best batch; bandwidth: row -> '
+              f'column)')
+        print('        ' + ''.join(f'{n:>10}' for n in NODES))
+        for node, row in zip(NODES, grid):
+            print(f'{node:<8}' + ''.join('         -' if v != v else f'{v:>10.1f}'
+                                         for v in row))
+
+
+def test_clean_sweep_names_no_node(clean):
+    done = clean['done']
+    for env, tc in sweeps(clean['cases']).items():
+        assert tc['result'] == 'pass', (env, tc.get('fail_reason'), done.stdout[-4000:])
+        figures = values(tc)
+        assert figures['named'] == 0, (env, tc.get('fail_reason'))
+        for node in NODES:
+            name = fabric.safe_name(node)
+            assert figures[f'node_latency_{name}'] > 0 and figures[f'node_bw_{name}'] > 0
+        assert (tc['num_tasks'], tc['num_tasks_per_node']) == (4, 1)
+        assert set(tc['job_nodelist']) == set(NODES) or not tc['job_nodelist']
+        print_grid('clean', tc)
+
+
+def test_collectives_on_the_partition(clean):
+    """One rank per node on all four nodes, every result validated (within one node they run
+    on the local site: tests/integration/test_reframe_sessions.py's main job)."""
+    cases = [tc for tc in clean['cases'] if tc['display_name'] == 'Collectives']
+    placed = {(tc['partition'], tc['environ']): tc for tc in cases}
+    assert set(placed) == {('fabric', s) for s in INTER_NODE_STACKS}
+    print('\nstack          partition ranks  allreduce_8B allreduce_64K alltoall_1K  bcast_64K '
+          'barrier (us)')
+    for (part, env), tc in sorted(placed.items()):
+        assert tc['result'] == 'pass', (part, env, tc.get('fail_reason'))
+        assert (tc['num_tasks'], tc['num_tasks_per_node']) == (4, 1), (part, env)
+        v = values(tc)
+        keys = ('allreduce_8B', 'allreduce_65536B', 'alltoall_1024B', 'bcast_65536B', 'barrier')
+        assert all(v[k] > 0 for k in keys), v
+        print(f'{env:<14} {part:<9} {tc["num_tasks"]:>5} ' +
+              ' '.join(f'{v[k]:>12.1f}' for k in keys))
+
+
+def test_degraded_node_is_named_and_no_other(degraded):
+    for env, tc in sweeps(degraded['cases']).items():
+        reason = tc.get('fail_reason') or ''
+        assert tc['result'] == 'fail' and 'fabric outliers' in reason, (env, tc['result'],
+                                                                         reason)
+        named = re.findall(r'(node|link) (\S+?):', reason.split('; rerun')[0])
+        assert named and {n for _, n in named} == {DEGRADED}, (env, reason)
+        assert any(kind == 'node' for kind, _ in named)
+        figures = values(tc)
+        assert figures['named'] >= 1
+        bw = {n: figures[f'node_bw_{fabric.safe_name(n)}'] for n in NODES}
+        assert all(bw[DEGRADED] * 10 < bw[n] for n in NODES if n != DEGRADED), bw
+        print_grid('degraded', tc)
+        print(f'{env}: {reason}')
+
+
+def test_the_rerun_command_is_what_ran(degraded):
+    """The failure prints the command that reruns the named node with healthy peers; the
+    degraded session ran exactly its options, and its job ran on exactly those nodes."""
+    for env, tc in sweeps(degraded['cases']).items():
+        command = (tc.get('fail_reason') or '').split('rerun just those nodes: ')[-1]
+        assert command.startswith('commcheck run -- '), command
+        assert command.split('commcheck run -- ')[1].split() == degraded['rerun'], command
+        script = (Path(tc['stagedir']) / 'rfm_job.sh').read_text()    # failed: kept staged
+        assert f'#SBATCH --nodelist={",".join(NODES)}' in script, script
+        assert set(tc['job_nodelist']) == set(NODES) or not tc['job_nodelist']
+
+
+def test_report_names_the_node_first(degraded):
+    report = degraded['report']
+    assert report.returncode in (0, 1), report.stderr[-3000:]
+    index = Path(report.stdout.strip().splitlines()[-1])
+    html = index.read_text()
+    section = html[html.index('id="fabric"'):]
+    assert DEGRADED in section[:section.index('heat')], 'the named node comes before the maps'
+    assert 'nodelist=' in section
+    assert list(index.parent.glob('**/fabric-*.svg')) or list(index.parent.glob('**/fabric-*.png'))
