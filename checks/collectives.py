@@ -13,8 +13,14 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
-from reframe.core.builtins import variable
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
 from commcheck import osu, records
 from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS

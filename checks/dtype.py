@@ -16,8 +16,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from commcheck import experiments, hockney, records
-from commcheck import osu
+from commcheck import experiments, hockney, osu, records
 from commcheck.rfm.build import osu_program
 from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import computed_variables, run_passed

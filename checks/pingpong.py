@@ -3,7 +3,8 @@
 Rank 0 sends, rank 1 echoes; the kernel times round trips per size and validates every
 payload. Perf variables: ``latency_<n>B`` (one-way, µs) and ``bw_<n>B`` (MB/s) for every
 measured size, and the hardware floor of the same launch, ``floor_latency_<n>B`` and
-``floor_bw_<n>B`` (C and Fortran; see experiments.FLOOR_VARIABLES); references usually gate ``latency_8B``, ``latency_1024B`` and ``bw_1048576B``.
+``floor_bw_<n>B`` (C and Fortran; see experiments.FLOOR_VARIABLES); references usually gate
+``latency_8B``, ``latency_1024B`` and ``bw_1048576B``.
 Seed 001's grid: ``-S PingPong.sizes=8,64,512,4096,32768,262144,1048576 -S PingPong.iters=10000``.
 """
 
@@ -11,7 +12,6 @@ import reframe as rfm
 from reframe.core.builtins import parameter, run_before, sanity_function
 
 from commcheck import experiments
-
 from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import first_message, floor_variables, kernel_passed, sweep_variables
 

@@ -15,10 +15,17 @@ import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
-from commcheck.rfm.build import KernelsBuild
 from commcheck import experiments
+from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import computed_variables, kernel_run, perf_record
 

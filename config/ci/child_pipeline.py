@@ -13,9 +13,9 @@ This rewrites the pipeline so that every job is a test's job that runs its own f
 one stage: the fixture jobs are dropped, and so are the ``needs`` and ``--restore-session`` that
 pointed at them (and ReFrame's cache of stage directories). A test job then builds the kernels
 of the environments it runs on (with the Spack build path an install that is already there is
-reused); jobs running at once need state directories of their own (``COMMCHECK_STATE``). With ``--tag`` and
-``--before-script`` it also adds a ``default:`` block (the runner's tags, e.g. activating the
-venv), which ReFrame cannot emit. Usage:
+reused); jobs running at once need state directories of their own (``COMMCHECK_STATE``). With
+``--tag`` and ``--before-script`` it also adds a ``default:`` block (the runner's tags, e.g.
+activating the venv), which ReFrame cannot emit. Usage:
 
     python3 config/ci/child_pipeline.py pipeline.yml child.yml --tag login --before-script 'CMD'
 """

@@ -24,7 +24,6 @@ import re
 import statistics
 import time
 from pathlib import Path
-from typing import Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -203,7 +202,7 @@ def ref_entries(variables: list[Variable]) -> dict:
     return out
 
 
-def _round(value: Optional[float]):
+def _round(value: float | None):
     return None if value is None else round(value, 4)
 
 

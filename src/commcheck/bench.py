@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import statistics
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -97,10 +98,10 @@ def main(args) -> int:
             samples: dict[str, list[tuple[float, float]]] = {}
             for rnd in range(ROUNDS):
                 progress.update(task, description=f'{stack.id}: round {rnd + 1}/{ROUNDS}')
-                for name, run in (('commcheck', lambda: ours(stack, program, args.iters)),
-                                  ('NetPIPE', lambda: netpipe(stack, args.iters, Path(tmp))),
-                                  ('osu_latency', lambda: osu_latency(stack, extras,
-                                                                      args.iters))):
+                for name, run in (('commcheck', partial(ours, stack, program, args.iters)),
+                                  ('NetPIPE', partial(netpipe, stack, args.iters, Path(tmp))),
+                                  ('osu_latency', partial(osu_latency, stack, extras,
+                                                          args.iters))):
                     value = run()
                     if value:
                         samples.setdefault(name, []).append(value)

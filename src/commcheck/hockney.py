@@ -28,8 +28,9 @@ single line at ``SPLIT_ALPHA`` = 0.01.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from scipy import stats

@@ -23,12 +23,20 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from commcheck import paths, preflight
-from commcheck.history import (HistoryError, ResultsDB, Sample, Session, Stored, Warn,
-                               decode_record, warn_stderr)
+from commcheck.history import (
+    HistoryError,
+    ResultsDB,
+    Sample,
+    Session,
+    Stored,
+    Warn,
+    decode_record,
+    warn_stderr,
+)
 
 FORMAT = '2'                    #: bumped when the schema or what a row means changes
 SCHEMA = (
@@ -122,7 +130,7 @@ class SampleIndex:
         new = [stored[u] for u in stored if u not in known]
         for uuid, blob in self.db.records([s.uuid for s in new]):
             self._add(stored[uuid], blob)
-        for uuid, problem in self.conn.execute(
+        for _uuid, problem in self.conn.execute(
                 'SELECT uuid, problem FROM sessions WHERE problem IS NOT NULL'):
             self.warn(problem)
         return {'added': len(new), 'dropped': len([u for u in known if u not in stored])}

@@ -13,7 +13,7 @@ executable, prefixes that do not exist, a stack declared with a language it cann
 from __future__ import annotations
 
 import os
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -35,7 +35,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra='forbid', frozen=True)
 
 
-def _check_program(value: Optional[str], what: str) -> Optional[str]:
+def _check_program(value: str | None, what: str) -> str | None:
     """An absolute path must be an executable file; a bare name is looked up when used
     (a module may put it on PATH, as Cray's ``cc``)."""
     if value and os.path.isabs(value):
@@ -52,11 +52,11 @@ class Compiler(_Model):
     #: gnu, clang, cray, intel, oneapi, nvidia, aocc; ``openjdk`` for a Java stack.
     family: str
     version: str
-    cc: Optional[str] = None        #: C compiler (path, or a name a module puts on PATH)
-    cxx: Optional[str] = None
-    fc: Optional[str] = None        #: Fortran compiler; none: the stack builds no Fortran
-    java: Optional[str] = None      #: ``javac``, for a Java stack
-    spack: Optional[str] = None     #: Spack package of this compiler (default by family)
+    cc: str | None = None        #: C compiler (path, or a name a module puts on PATH)
+    cxx: str | None = None
+    fc: str | None = None        #: Fortran compiler; none: the stack builds no Fortran
+    java: str | None = None      #: ``javac``, for a Java stack
+    spack: str | None = None     #: Spack package of this compiler (default by family)
 
     @field_validator('family')
     @classmethod
@@ -81,18 +81,18 @@ class Mpi(_Model):
 
     flavour: str                    #: mpich, openmpi, intel-mpi, cray-mpich, mpj-express
     version: str
-    prefix: Optional[str] = None    #: install prefix (default: two levels above ``cc``)
-    cc: Optional[str] = None        #: C wrapper (default ``<prefix>/bin/mpicc``)
-    fc: Optional[str] = None        #: Fortran wrapper (default ``<prefix>/bin/mpifort``)
-    launcher: Optional[str] = None  #: its own mpiexec/mpirun (default ``<prefix>/bin/...``)
-    srun_mpi: Optional[str] = None  #: ``srun --mpi=`` plugin (default: the flavour's)
-    module: Optional[str] = None    #: a module that provides it (Lmod/Tcl name)
+    prefix: str | None = None    #: install prefix (default: two levels above ``cc``)
+    cc: str | None = None        #: C wrapper (default ``<prefix>/bin/mpicc``)
+    fc: str | None = None        #: Fortran wrapper (default ``<prefix>/bin/mpifort``)
+    launcher: str | None = None  #: its own mpiexec/mpirun (default ``<prefix>/bin/...``)
+    srun_mpi: str | None = None  #: ``srun --mpi=`` plugin (default: the flavour's)
+    module: str | None = None    #: a module that provides it (Lmod/Tcl name)
     #: A Spack spec that Spack builds (``mpich@4.2.3 netmod=ofi``) instead of an external.
-    spack_spec: Optional[str] = None
+    spack_spec: str | None = None
     #: What the library reports when that is not the flavour's own (an emulation, a vendor
     #: rebuild): ``<flavour> <version>``, e.g. ``mpich 4.0.2``. Every launch is checked
     #: against it (default: ``flavour`` and ``version``).
-    library: Optional[str] = None
+    library: str | None = None
 
     @field_validator('flavour')
     @classmethod
@@ -135,18 +135,18 @@ class Mpi(_Model):
             return flavour, version
         return self.flavour, str(self.version)
 
-    def _in_prefix(self, name: str) -> Optional[str]:
+    def _in_prefix(self, name: str) -> str | None:
         if not self.prefix:
             return None
         path = os.path.join(self.prefix, 'bin', name)
         return path if os.access(path, os.X_OK) else None
 
     @property
-    def c_wrapper(self) -> Optional[str]:
+    def c_wrapper(self) -> str | None:
         return self.cc or self._in_prefix('mpicc')
 
     @property
-    def fortran_wrapper(self) -> Optional[str]:
+    def fortran_wrapper(self) -> str | None:
         return self.fc or self._in_prefix('mpifort')
 
     @property
@@ -154,7 +154,7 @@ class Mpi(_Model):
         return self.launcher or self._in_prefix(self.record.launcher) or self.record.launcher
 
     @property
-    def install_prefix(self) -> Optional[str]:
+    def install_prefix(self) -> str | None:
         if self.prefix:
             return self.prefix
         if self.cc and os.path.isabs(self.cc):
@@ -165,23 +165,23 @@ class Mpi(_Model):
 class Osu(_Model):
     """Where a stack's OSU Micro-Benchmarks come from when Spack does not build them."""
 
-    root: Optional[str] = None      #: a site install (searched for osu_latency ...)
-    module: Optional[str] = None    #: or a module that puts them on PATH
+    root: str | None = None      #: a site install (searched for osu_latency ...)
+    module: str | None = None    #: or a module that puts them on PATH
 
 
 class Stack(_Model):
     """A compiler x MPI pair: one ReFrame environment, one Spack environment."""
 
-    name: Optional[str] = None      #: default ``<compiler family>-<flavour>``
+    name: str | None = None      #: default ``<compiler family>-<flavour>``
     compiler: Compiler
     mpi: Mpi
     #: What to test on this stack (default: every language the compiler and MPI can build).
-    languages: Optional[tuple[Language, ...]] = None
+    languages: tuple[Language, ...] | None = None
     build: Literal['cmake', 'spack'] = 'cmake'   #: how the checks get their programs
     modules: tuple[str, ...] = ()   #: modules that make this stack (PrgEnv-gnu, cray-mpich ...)
     env: dict[str, str] = Field(default_factory=dict)   #: settings every job of it needs
-    osu: Optional[Osu] = None
-    partitions: Optional[tuple[str, ...]] = None   #: restrict it to these partitions
+    osu: Osu | None = None
+    partitions: tuple[str, ...] | None = None   #: restrict it to these partitions
 
     @model_validator(mode='after')
     def _languages_buildable(self):
@@ -206,7 +206,7 @@ class Stack(_Model):
         return self.name or f'{self.compiler.family}-{self.mpi.flavour}'
 
     @property
-    def fortran_wrapper(self) -> Optional[str]:
+    def fortran_wrapper(self) -> str | None:
         return self.mpi.fortran_wrapper
 
     @property
@@ -259,7 +259,7 @@ class Partition(_Model):
     oversubscribe: bool = False      #: more ranks than cores allowed (results never gated)
     access: tuple[str, ...] = ()     #: scheduler options (``-p batch``, ``--account=x``)
     max_jobs: int = Field(default=1, ge=1)
-    time_limit: Optional[str] = None
+    time_limit: str | None = None
     env: dict[str, str] = Field(default_factory=dict)   #: settings of every job here
     prepare_cmds: tuple[str, ...] = ()   #: shell lines at the top of every job script
 
@@ -278,7 +278,8 @@ class Partition(_Model):
             return False, f'local: up to {self.max_jobs} jobs at once (max_jobs {self.max_jobs})'
         if any(a == '--exclusive' or a.startswith('--exclusive=') for a in self.access):
             return True, f'{self.scheduler}: --exclusive in the access options'
-        return False, f'{self.scheduler}: no --exclusive in the access options (nodes may be shared)'
+        return False, (f'{self.scheduler}: no --exclusive in the access options '
+                       f'(nodes may be shared)')
 
     @property
     def ranks_per_node_of_pair(self) -> int:
@@ -287,8 +288,8 @@ class Partition(_Model):
 
 class SpackSettings(_Model):
     osu_spec: str = 'osu-micro-benchmarks@7.3'
-    mirror: Optional[str] = None     #: a source mirror, used as the only one (air-gapped)
-    install_tree: Optional[str] = None
+    mirror: str | None = None     #: a source mirror, used as the only one (air-gapped)
+    install_tree: str | None = None
 
 
 class Site(_Model):

@@ -14,16 +14,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 from scipy import stats
 
 from commcheck import experiments
 from commcheck.gate import Settings, provenance_changes
+from commcheck.history import Sample, Session
 
 TREND_MIN_EFFECT = 0.20     #: smallest shift of the median a change point must show
-from commcheck.history import Sample, Session
 
 
 @dataclasses.dataclass
@@ -37,7 +37,7 @@ class Point:
         if math.isnan(self.value):
             self.value = statistics.median(s.value for s in self.samples)
 
-    def compact(self) -> 'Point':
+    def compact(self) -> Point:
         """The point without its launches (one kept for its unit): what a table or a plot
         needs once the change points are found, at a fraction of the memory."""
         return Point(self.session, self.when, self.samples[:1], self.value)

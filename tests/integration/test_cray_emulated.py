@@ -22,8 +22,14 @@ import pytest
 
 from commcheck import paths, sitefile
 from commcheck.site import SiteError
-from tests.integration.test_slurm import (all_cases, require,
-                                          reframe_env, run_reframe, run_report, start_cluster)
+from tests.integration.test_slurm import (
+    all_cases,
+    reframe_env,
+    require,
+    run_reframe,
+    run_report,
+    start_cluster,
+)
 
 pytestmark = [pytest.mark.integration]
 

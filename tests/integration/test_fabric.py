@@ -37,8 +37,14 @@ import pytest
 
 from commcheck import fabric, records
 from tests.conftest import BIN
-from tests.integration.test_slurm import (all_cases, reframe_env, run_reframe, run_report,
-                                          site_under_test, start_cluster)
+from tests.integration.test_slurm import (
+    all_cases,
+    reframe_env,
+    run_reframe,
+    run_report,
+    site_under_test,
+    start_cluster,
+)
 
 pytestmark = [pytest.mark.integration]
 
@@ -186,7 +192,7 @@ def test_degraded_node_is_named_and_no_other(degraded):
 def test_the_rerun_command_is_what_ran(degraded):
     """The failure prints the command that reruns the named node with healthy peers; the
     degraded session ran exactly its options, and its job ran on exactly those nodes."""
-    for env, tc in sweeps(degraded['cases']).items():
+    for tc in sweeps(degraded['cases']).values():
         command = (tc.get('fail_reason') or '').split('rerun just those nodes: ')[-1]
         assert command.startswith('commcheck run -- '), command
         assert command.split('commcheck run -- ')[1].split() == degraded['rerun'], command

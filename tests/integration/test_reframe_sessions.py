@@ -65,7 +65,8 @@ def test_main_job_passes_on_every_stack_and_language(main_job):
     assert len({tc['environ'] for tc in ran}) == len(ALL_STACKS) >= 6
     for stack in ALL_STACKS:
         for lang in stack.tested_languages:
-            variants = [v for v in experiments.LANGUAGES if experiments.LANGUAGES[v].feature == lang]
+            variants = [v for v, language in experiments.LANGUAGES.items()
+                        if language.feature == lang]
             for variant in variants:
                 assert passed(ran, stack.name, 'PingPong', lang=variant), (stack.name, variant)
                 assert passed(ran, stack.name, 'ParkbenchComms', lang=variant, benchmark='comms2')
@@ -84,7 +85,7 @@ def test_languages_an_environment_lacks_are_not_selected(main_job):
     ran = [tc for tc in cases(run_reports(env)[-1]) if not tc['fixture']]
     for stack in ALL_STACKS:
         langs = {tc['lang'] for tc in ran if tc['environ'] == stack.name and tc.get('lang')}
-        allowed = {v for v, l in experiments.LANGUAGES.items() if l.feature in
+        allowed = {v for v, language in experiments.LANGUAGES.items() if language.feature in
                    stack.tested_languages}
         assert langs <= allowed, (stack.name, langs - allowed)
 
@@ -228,8 +229,8 @@ def test_builds_end_before_the_first_measurement_and_measurements_run_alone(isol
     assert done.returncode == 0, done.stdout[-3000:]
     ran = cases(run_reports(isolated_env)[-1])
     builds = [tc for tc in ran if tc['fixture'] and tc['name'].startswith('KernelsBuild')]
-    measured = sorted(((tc['job_submit_time'], tc['job_completion_time_unix']) for tc in ran
-                       if not tc['fixture']))
+    measured = sorted((tc['job_submit_time'], tc['job_completion_time_unix']) for tc in ran
+                       if not tc['fixture'])
     assert len(builds) >= 2 and len(measured) >= 2
     assert all(0 < b['build_started'] < b['build_ended'] for b in builds), builds
     assert max(b['build_ended'] for b in builds) <= measured[0][0]

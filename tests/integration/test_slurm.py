@@ -3,7 +3,8 @@
 ``.ci/slurm-cluster`` starts slurmctld and four slurmd in network namespaces on this machine
 (see ``.ci/README.md``); ReFrame runs on the login host (``cc-login``) as a site runs it, with
 the site file's partitions: ``intra`` (both ranks of a pair on one node) and ``inter`` (one rank
-on each of two nodes); its ``fabric`` partition (all four nodes) is test_fabric.py's. The point-to-point checks (PingPong, ParkbenchComms COMMS1/COMMS2) and the hybrid
+on each of two nodes); its ``fabric`` partition (all four nodes) is test_fabric.py's. The
+point-to-point checks (PingPong, ParkbenchComms COMMS1/COMMS2) and the hybrid
 stencil (SHM inside a node, Send/Recv between nodes) run at ``--mode quick`` sizes, C kernels.
 
 Besides the file's two Debian stacks, the run has the PyPI MPICH 5.0.2 wheel

@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from commcheck import records
-from tests.conftest import REFERENCE_STACKS as STACKS, mpirun, needs_stacks
+from tests.conftest import REFERENCE_STACKS as STACKS
+from tests.conftest import mpirun, needs_stacks
 from tests.kernels.test_mutants import Workspace, run_program
 
 pytestmark = [needs_stacks(), pytest.mark.skipif(not STACKS, reason='no Debian MPI stack')]

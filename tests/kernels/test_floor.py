@@ -10,7 +10,8 @@ never speed.
 import pytest
 
 from commcheck import experiments, records
-from tests.conftest import REFERENCE_STACKS as STACKS, mpirun, needs_stacks
+from tests.conftest import REFERENCE_STACKS as STACKS
+from tests.conftest import mpirun, needs_stacks
 
 pytestmark = needs_stacks()
 

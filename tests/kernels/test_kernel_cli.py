@@ -6,7 +6,8 @@ import shutil
 import pytest
 
 from commcheck import kbuild, paths, records
-from tests.conftest import REFERENCE_STACKS as STACKS, mpirun, needs_stacks
+from tests.conftest import REFERENCE_STACKS as STACKS
+from tests.conftest import mpirun, needs_stacks
 
 pytestmark = needs_stacks()
 
@@ -201,7 +202,8 @@ def test_stream_aggregate_counts_the_last_rank(kernel_builds, stack, program):
     result = out['RESULT'][0]
     assert result['copy_GBps'] <= 16.0 * n * 2 / skew_s / 1e9
     assert result['triad_GBps'] <= 24.0 * n * 2 / skew_s / 1e9
-    assert result['copy_GBps_per_rank'] == pytest.approx(result['copy_GBps'] / 2, rel=1e-2, abs=1e-3)
+    assert result['copy_GBps_per_rank'] == pytest.approx(result['copy_GBps'] / 2, rel=1e-2,
+                                                        abs=1e-3)
 
 
 REPEATED = [(s, k, p) for s, k, p in CASES if k in ('stencil', 'fptr')]

@@ -33,7 +33,6 @@ import pytest
 from commcheck import kbuild, paths, records
 from tests.conftest import REFERENCE_STACKS, needs_stacks
 
-
 MUTATION_STACKS = REFERENCE_STACKS
 pytestmark = [needs_stacks(),
               pytest.mark.skipif(not MUTATION_STACKS, reason='no Debian MPICH or Open MPI stack')]

@@ -129,7 +129,8 @@ def test_findings_are_judged_and_java_cannot_be_told_without_java(main_report):
     assert found['003-stride-loop']['status'] in (findings.HOLDS, findings.DOES_NOT_HOLD,
                                                   findings.MIXED, findings.CANNOT_TELL)
     assert found['003-stride-loop']['stacks'] >= 1
-    assert found['001-regimes']['status'] in (findings.HOLDS, findings.DOES_NOT_HOLD, findings.MIXED)
+    assert found['001-regimes']['status'] in (findings.HOLDS, findings.DOES_NOT_HOLD,
+                                              findings.MIXED)
     for fid in ('000-java-half', '000-converge', '000-jit', '003-java-startup',
                 '003-java-rinf'):
         assert found[fid]['status'] == findings.CANNOT_TELL

@@ -276,7 +276,8 @@ def test_compare_says_since_when_from_the_index(tmp_path, report):
                      '--json', str(out)])
     record = json.loads(out.read_text())
     regressed = [c for c in record['comparisons'] if c['verdict'] == 'regressed']
-    assert code == 1 and regressed, [(c["environ"], c["variable"], c["verdict"], c.get("note")) for c in record["comparisons"]]
+    assert code == 1 and regressed, [(c['environ'], c['variable'], c['verdict'])
+                                     for c in record['comparisons']]
     assert {c['environ'] for c in regressed} == {'gnu-mpich4'}
     for c in regressed:
         assert c['since']['session'] == sessions[6].uuid

@@ -40,7 +40,8 @@ FUZZ = settings(max_examples=MAX_EXAMPLES, derandomize=True, deadline=None,
 def damaged(original: bytes):
     """Cut short, overwritten in places, or garbage, starting from a real file."""
     cut = st.integers(0, len(original)).map(lambda n: original[:n])
-    flip = st.lists(st.tuples(st.integers(0, max(len(original) - 1, 0)), st.binary(min_size=1, max_size=8)),
+    flip = st.lists(st.tuples(st.integers(0, max(len(original) - 1, 0)),
+                              st.binary(min_size=1, max_size=8)),
                     min_size=1, max_size=6).map(lambda edits: _overwrite(original, edits))
     return st.one_of(cut, flip, st.binary(max_size=400))
 

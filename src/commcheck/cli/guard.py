@@ -21,8 +21,14 @@ import traceback
 from pathlib import Path
 
 from commcheck import paths
-from commcheck.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, PENDING_SIGNALS, Interrupted,
-                              UserError)
+from commcheck.errors import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    PENDING_SIGNALS,
+    Interrupted,
+    UserError,
+)
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -16,7 +16,7 @@ import functools
 import math
 import re
 import statistics
-from typing import Iterable
+from collections.abc import Iterable
 
 from commcheck import experiments
 from commcheck.history import REPEAT, Sample, Session

@@ -3,9 +3,8 @@
 
 import sys
 
-import numpy as np
-
 import ccpayload as payload
+import numpy as np
 from ccargs import parse_sweep
 from ccrun import Run, ValidationError, main
 

@@ -4,8 +4,16 @@ Each module has ``build(ctx: Context) -> Section``; its template is
 ``templates/sections/<name>.html.j2``. A section never imports :mod:`commcheck.report.build`.
 """
 
-from commcheck.report.sections import (datatypes, fabric, history, p2p, provenance, seeds,
-                                       stencil, verdict)
+from commcheck.report.sections import (
+                                       datatypes,
+                                       fabric,
+                                       history,
+                                       p2p,
+                                       provenance,
+                                       seeds,
+                                       stencil,
+                                       verdict,
+)
 
 #: (id, title, module): the page reads top to bottom in this order.
 SECTIONS = (

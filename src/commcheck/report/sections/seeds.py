@@ -7,8 +7,8 @@ from commcheck import seeds
 from commcheck.report import findings
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks
-from commcheck.report.sections import datatypes, stencil
 from commcheck.report.render import num
+from commcheck.report.sections import datatypes, stencil
 from commcheck.report.sections.p2p import physical_fit, stack_label
 
 #: The published tables name Fortran 77 'f77'; today's Fortran kernels are 'fortran'.
