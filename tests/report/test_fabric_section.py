@@ -3,6 +3,7 @@
 import itertools
 import types
 
+from commcheck.report import inputs
 from commcheck.report.model import Case
 from commcheck.report.plots import Painter
 from commcheck.report.sections import fabric as section
@@ -34,7 +35,8 @@ def case(session, stage, **raw):
 
 def context(history=()):
     warnings = []
-    return types.SimpleNamespace(history=list(history), warn=warnings.append), warnings
+    return types.SimpleNamespace(history=inputs.SessionsHistory(list(history)),
+                                 warn=warnings.append), warnings
 
 
 def test_named_node_first_with_its_rerun_command_and_maps(tmp_path):
@@ -60,7 +62,7 @@ def test_a_sweep_without_output_is_listed_not_drawn(tmp_path):
 
 
 def test_a_pair_worse_than_its_own_past_is_named(tmp_path):
-    past = [types.SimpleNamespace(uuid=f'old{k}', cases=[case(
+    past = [types.SimpleNamespace(uuid=f'old{k}', time_start=float(k), cases=[case(
         f'old{k}', job_output(tmp_path, f'old{k}')).raw]) for k in range(3)]
     ctx, _ = context(past)
     row = section.sweep_of(ctx, case('now', job_output(tmp_path, 'now', slow='n2', factor=3)))

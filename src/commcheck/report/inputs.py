@@ -118,6 +118,13 @@ class SessionsHistory:
     def sessions(self) -> list:
         return self._sessions
 
+    def sessions_with(self, check: str, system: str, partition: str, environ: str) -> list:
+        """The sessions (with their test cases) that ran ``check`` on that environment."""
+        return [s for s in self._sessions if any(
+            str(c.get('display_name', '')).split()[:1] == [check]
+            and (c.get('system'), c.get('partition'), c.get('environ')) == (
+                system, partition, environ) for c in s.cases)]
+
     def points(self, key: tuple) -> list[trend.Point]:
         if self._series is None:
             self._series = trend.series(self._sessions)
@@ -137,6 +144,16 @@ class StoredHistory:
 
     def points(self, key: tuple) -> list[trend.Point]:
         return trend.points(self.index.samples(key), self._when)
+
+    def sessions_with(self, check: str, system: str, partition: str, environ: str) -> list:
+        """The sessions (with their test cases) that ran ``check`` on that environment: found
+        through ReFrame's own test case table, and only those decoded."""
+        db = self.index.db
+        rows = db.query('SELECT DISTINCT session_uuid FROM testcases WHERE (name = ? OR name '
+                        'LIKE ?) AND system = ? AND partition = ? AND environ = ?',
+                        (check, f'{check} %', system, partition, environ))
+        wanted = {uuid for uuid, in rows}
+        return db.load([s for s in db.stored() if s.uuid in wanted], self.index.warn)
 
     def close(self) -> None:
         self.index.close()

@@ -59,7 +59,9 @@ def _past(ctx: Context, case: Case, statistic: str) -> list[list[fabric.Pair]]:
     """The same sweep (system, partition, environment) in earlier stored sessions whose job
     output is still there, oldest first; a sweep that cannot be read is left out."""
     past = []
-    for old in cases_of(s for s in ctx.history if s.uuid != case.session):
+    earlier = ctx.history.sessions_with('FabricSweep', case.system, case.partition,
+                                        case.environ)
+    for old in cases_of(s for s in earlier if s.uuid != case.session):
         if (old.check, old.system, old.partition, old.environ) != (
                 'FabricSweep', case.system, case.partition, case.environ) or old.fixture:
             continue
