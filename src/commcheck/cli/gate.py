@@ -39,12 +39,12 @@ def _baseline_parser(sub) -> None:
     options.add_selection(base, 'baseline from this')
     base.add_argument('--system', type=options.name,
                       help='the system to baseline (default: the only one)')
-    # Defaults: commcheck.baseline.Policy (5, 1.0).
+    from commcheck.baseline import Policy  # the defaults are the policy's, said once
     base.add_argument('--min-samples', type=options.positive_int,
-                      help='launches a variable needs (default 5)')
+                      help=f'launches a variable needs (default {Policy.min_samples})')
     base.add_argument('--floor', type=options.positive_number,
                       help="narrowest bound of ReFrame's one-launch reference, a slowdown "
-                           'factor minus 1 (default 1.0: twice as slow; gross breakage only)')
+                           f'factor minus 1 (default {Policy.floor}: gross breakage only)')
     options.add_all(base)
     base.add_argument('--refs', type=options.output_dir,
                       help='reference directory (default: RFM_REFERENCE_PREFIX or '
@@ -64,14 +64,17 @@ def _compare_parser(sub) -> None:
     comp.add_argument('--environ', metavar='OLD', type=options.name,
                       help='compare two environments of the session(s): OLD ...')
     comp.add_argument('--against', metavar='NEW', type=options.name, help='... against NEW')
-    # Defaults: commcheck.gate.Settings (derived from the data, 0.05, 3).
+    from commcheck.gate import Settings  # the defaults are the gate's, said once
     comp.add_argument('--min-effect', type=options.fraction,
-                      help='smallest change that can flag (default: derived from the '
-                           "baseline's spread, at least 5 %%)")
+                      help="smallest change that can flag (default: from the baseline's "
+                           f'spread, at least {Settings.session_floor * 100:.0f} %% between '
+                           f'sessions, {Settings.launch_floor * 100:.0f} %% between launches)')
     comp.add_argument('--alpha', type=options.fraction,
-                      help='family-wise false-alarm rate over the variables (default 0.05)')
+                      help='family-wise false-alarm rate over the variables '
+                           f'(default {Settings.alpha})')
     comp.add_argument('--min-samples', type=options.positive_int,
-                      help='launches a side below which nothing is computed (default 3)')
+                      help='launches a side below which nothing is computed '
+                           f'(default {Settings.min_samples})')
     comp.add_argument('--fail-on-machine-change', action='store_true',
                       help='exit 1 when the hardware floor moved too (a site that wants to '
                            'catch a bad node)')
