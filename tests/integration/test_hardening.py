@@ -20,6 +20,7 @@ import pytest
 
 from commcheck import history
 from commcheck.cli import runstate
+from commcheck.gate import Settings
 from tests.conftest import STACKS, commcheck_cmd, needs_stacks
 
 pytestmark = [needs_stacks(), pytest.mark.integration]
@@ -169,7 +170,11 @@ def test_compare_without_enough_launches_cannot_decide(env):
                            history.read_db(reports(env) / 'results.db')[0].uuid], env=env,
                           capture_output=True, text=True)
     assert same.returncode == 3, same.stdout[-2000:]          # 1 launch each: undecided
-    assert 'too few samples' in same.stdout
+    record = json.loads(max((reports(env) / 'gate').glob('*.json'),
+                            key=lambda p: p.stat().st_mtime).read_text())
+    assert {c['verdict'] for c in record['comparisons']} == {'cannot tell'}, record
+    need = f'need {Settings().min_samples} each'
+    assert all(need in c['note'] for c in record['comparisons']), record
 
 
 LONG = ['-n', '^PingPong%lang=c', '-S', 'iters=200000', '-S', 'sizes=1:1048576']
