@@ -77,3 +77,16 @@ def test_a_difference_from_what_the_check_named_is_a_warning(tmp_path):
     section.sweep_of(ctx, case('now', job_output(tmp_path, 'now'),
                                outliers=['node n1: latency 90 us against median 10 us']))
     assert len(warnings) == 1 and "('node', 'n1', 'latency')" in warnings[0]
+
+
+def test_the_collectives_table_renders():
+    """Collectives' figures reach the page, one column per operation and size."""
+    from commcheck.report import render
+    row = {'check': 'Collectives', 'test': 'Collectives', 'environ': 'gnu-x', 'partition': 'p',
+           'ranks': 2, 'per_node': 2, 'result': 'pass',
+           **{k: 1.25 + i for i, k in enumerate(section.COLLECTIVE_KEYS)}}
+    data = {'sweeps': [], 'collectives': [row], 'keys': section.COLLECTIVE_KEYS, 'title': 'F'}
+    html = render.html_environment().get_template('sections/fabric.html.j2').render(
+        s={'title': 'Fabric'}, d=data, plots=[], meta={})
+    assert all(f'{k} (µs)' in html for k in section.COLLECTIVE_KEYS)
+    assert all(f'{1.25 + i:g}' in html for i in range(len(section.COLLECTIVE_KEYS)))
