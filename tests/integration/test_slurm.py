@@ -211,13 +211,19 @@ def session(cluster, tmp_path_factory):
     base = tmp_path_factory.mktemp('rfm-slurm')
     site_file, notes = site_under_test(base)
     env = reframe_env(base, site_file)
-    done = run_reframe(cluster, env, '-r', '--mode', 'quick', *P2P_SELECTION,
-                       *STENCIL_SELECTION)
+    # One retry: Debian's Open MPI 4.1.4 rarely segfaults at start under srun between the
+    # namespaces (seen once in CI: both ranks of one node, a NULL call, not reproduced in 9
+    # reruns); a failure of ours fails its retry too, and the retry is in the run report.
+    done = run_reframe(cluster, env, '-r', '--max-retries', '1', '--mode', 'quick',
+                       *P2P_SELECTION, *STENCIL_SELECTION)
     return {'done': done, 'env': env, 'site': sitefile.load(site_file), 'notes': notes}
 
 
 def ran(session) -> list[dict]:
-    return [tc for tc in all_cases(run_report(session['env'])) if not tc['fixture']]
+    """Each test case's last attempt (a retried one's retry)."""
+    last = {(tc['display_name'], tc['system'], tc['partition'], tc['environ']): tc
+            for tc in all_cases(run_report(session['env'])) if not tc['fixture']}
+    return list(last.values())
 
 
 def test_everything_passes(session):
