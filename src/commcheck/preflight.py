@@ -78,6 +78,28 @@ def _schema(conn, tables: set[str]) -> str | None:
     return row[0] if row else None
 
 
+def _sqlite_state(path: Path, count: str | None = None):
+    """(problem, tables, schema) of an SQLite file opened read-only: problem is why it cannot
+    be read or is damaged (``PRAGMA quick_check``), else None. ``count``: a table whose rows
+    are also read, where it exists."""
+    try:
+        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        try:
+            check = conn.execute('PRAGMA quick_check').fetchone()
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master "
+                                                 "WHERE type='table'")}
+            schema = _schema(conn, tables)
+            if count in tables:
+                conn.execute(f'SELECT count(*) FROM {count}').fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        return f'not a readable SQLite database ({err})', set(), None
+    if not check or check[0] != 'ok':
+        return f'damaged ({check[0] if check else "no answer to quick_check"})', tables, schema
+    return None, tables, schema
+
+
 def results_db_damage(path: Path) -> str | None:
     """Why ReFrame could not store a session in ``path``, or None."""
     if not path.exists():
@@ -87,19 +109,9 @@ def results_db_damage(path: Path) -> str | None:
     if path.stat().st_size == 0:
         return 'empty (0 bytes: a killed first write or a full disk; ReFrame would not ' \
                'create its tables in it)'
-    try:
-        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
-        try:
-            check = conn.execute('PRAGMA quick_check').fetchone()
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master "
-                                                 "WHERE type='table'")}
-            schema = _schema(conn, tables)
-        finally:
-            conn.close()
-    except sqlite3.Error as err:
-        return f'not a readable SQLite database ({err})'
-    if not check or check[0] != 'ok':
-        return f'damaged ({check[0] if check else "no answer to quick_check"})'
+    problem, tables, schema = _sqlite_state(path)
+    if problem:
+        return problem
     if not tables:
         return 'holds no tables (ReFrame would not create them in it)'
     if not {'sessions', 'testcases'} <= tables:
@@ -123,21 +135,7 @@ def index_damage(path: Path) -> str | None:
         return None
     if not path.is_file():
         return 'not a file'
-    try:
-        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
-        try:
-            check = conn.execute('PRAGMA quick_check').fetchone()
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master "
-                                                 "WHERE type='table'")}
-            if 'samples' in tables:
-                conn.execute('SELECT count(*) FROM samples').fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error as err:
-        return f'not a readable SQLite database ({err})'
-    if not check or check[0] != 'ok':
-        return f'damaged ({check[0] if check else "no answer to quick_check"})'
-    return None
+    return _sqlite_state(path, count='samples')[0]
 
 
 def protect(perflog_dir: Path, results_db: Path) -> list[str]:
