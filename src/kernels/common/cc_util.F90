@@ -10,6 +10,7 @@ module cc_util
   private
   public :: cc_init, cc_rank, cc_size, cc_check, cc_abort, cc_usage_error, cc_validation_error, &
             cc_arg, cc_nargs, cc_next_value, cc_help, cc_unknown_option, cc_parse_int, &
+            cc_parse_seconds, &
             cc_parse_bytes, cc_parse_sizes, cc_print_meta, cc_str, cc_fixed, cc_g17, &
             cc_physical_memory, cc_exceeds_memory, cc_batch_count, cc_batch_start, cc_batch_of, &
             cc_batch_timing, CC_EXIT_USAGE, CC_EXIT_VALIDATION, CC_EXIT_MPI
@@ -29,6 +30,19 @@ module cc_util
   end interface
 
 contains
+
+  !> A number of seconds in [0, 3600] given to option opt (--target-seconds); else exit 2.
+  function cc_parse_seconds(opt, text) result(v)
+    character(len=*), intent(in) :: opt, text
+    real(real64) :: v
+    integer :: ios
+    v = -1
+    ios = 1
+    if (verify(text, '0123456789.eE+-') == 0) read(text, *, iostat=ios) v
+    if (ios /= 0) call cc_usage_error(opt // ": '" // text // "' is not a number")
+    if (.not. (v >= 0 .and. v <= 3600)) &
+      call cc_usage_error(opt // ': ' // text // ' is out of range [0, 3600]')
+  end function
 
   ! MPI_COMM_WORLD returns errors to us so that a failing call is named before aborting.
   subroutine cc_init()

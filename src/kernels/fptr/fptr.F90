@@ -46,7 +46,7 @@ program fptr
     case ('--reps')
       min_reps = int(cc_parse_int('--reps', cc_next_value(i), 1_int64, int(MAX_REPS, int64)))
     case ('--target-seconds')
-      target_s = parse_seconds('--target-seconds', cc_next_value(i))
+      target_s = cc_parse_seconds('--target-seconds', cc_next_value(i))
     case ('--inject-error')
       inject = .true.
     case default
@@ -289,18 +289,6 @@ contains
     k = size(y)
     m = y((k + 1) / 2)
     if (mod(k, 2) == 0) m = (y(k / 2) + y(k / 2 + 1)) / 2
-  end function
-
-  function parse_seconds(opt, text) result(v)
-    character(len=*), intent(in) :: opt, text
-    real(real64) :: v
-    integer :: ios
-    v = -1
-    ios = 1
-    if (verify(text, '0123456789.eE+-') == 0) read(text, *, iostat=ios) v
-    if (ios /= 0) call cc_usage_error(opt // ": '" // text // "' is not a number")
-    if (.not. (v >= 0 .and. v <= 3600)) &
-      call cc_usage_error(opt // ': ' // text // ' is out of range [0, 3600]')
   end function
 
   subroutine print_usage()

@@ -46,7 +46,7 @@ contains
       case ('--reps')
         o%reps = int(cc_parse_int('--reps', cc_next_value(i), 1_int64, int(MAX_REPS, int64)))
       case ('--target-seconds')
-        o%target_s = parse_seconds('--target-seconds', cc_next_value(i))
+        o%target_s = cc_parse_seconds('--target-seconds', cc_next_value(i))
       case ('--node-size')
         o%node_size = int(cc_parse_int('--node-size', cc_next_value(i), 1_int64, &
                                        int(huge(0), int64)))
@@ -69,18 +69,6 @@ contains
     if (o%node_size > 0 .and. o%variant /= 'hybrid') &
       call cc_usage_error('--node-size applies to --variant hybrid only')
   end subroutine
-
-  function parse_seconds(opt, text) result(v)
-    character(len=*), intent(in) :: opt, text
-    real(real64) :: v
-    integer :: ios
-    v = -1
-    ios = 1
-    if (verify(text, '0123456789.eE+-') == 0) read(text, *, iostat=ios) v
-    if (ios /= 0) call cc_usage_error(opt // ": '" // text // "' is not a number")
-    if (.not. (v >= 0 .and. v <= 3600)) &
-      call cc_usage_error(opt // ': ' // text // ' is out of range [0, 3600]')
-  end function
 
   subroutine print_usage()
     write(output_unit, '(a)') 'usage: stencil-f [options]', &
