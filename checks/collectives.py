@@ -24,7 +24,7 @@ from reframe.core.builtins import (
 
 from commcheck import osu, records
 from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS
-from commcheck.rfm.build import KernelsBuild, osu_program
+from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import data_records, kernel_passed, perf_record
 
@@ -96,7 +96,7 @@ OSU_COLLECTIVES = {f'osu_{op}': op for op in COLLECTIVE_OPS}
 
 
 @rfm.simple_test
-class OsuCollectives(PartitionWide):
+class OsuCollectives(PartitionWide, OsuProgram):
     descr = 'OSU Micro-Benchmarks collectives across the partition'
     valid_prog_environs = [f'+{f}' for f in BY_CHECK['OsuCollectives'].needs]
     benchmark = parameter(list(OSU_COLLECTIVES))
@@ -106,18 +106,8 @@ class OsuCollectives(PartitionWide):
     iterations = variable(int, value=100)
     tags = {'fabric', 'collectives', 'osu'}
 
-    @run_after('setup')
-    def find_program(self):
-        self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
-        self.skip_because(
-            self.osu_path is None and self.current_environ.extras['build'] != 'spack',
-            f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT or '
-            f'a module); {self.current_environ.name} has neither')
-
     @run_before('run')
-    def set_program(self):
-        self.executable = self.osu_path or osu_program(self.current_environ.extras,
-                                                       self.benchmark)
+    def set_options(self):
         self.executable_opts = ['-i', str(self.iterations)]
         if self.benchmark != 'osu_barrier':
             self.executable_opts += ['-m', self.sizes, '-c']

@@ -9,11 +9,11 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
+from reframe.core.builtins import fixture, parameter, run_before, sanity_function
 
 from commcheck import osu, records
 from commcheck.experiments import BY_CHECK
-from commcheck.rfm.build import KernelsBuild, osu_program
+from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
 
 SIZES = '1:1048576'
@@ -23,7 +23,7 @@ BENCHMARKS = {'osu_latency': ('latency', 'us'), 'osu_bw': ('bw', 'MB/s'),
 
 
 @rfm.simple_test
-class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
+class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
     descr = 'OSU Micro-Benchmarks point-to-point, the reference peer of PingPong'
     valid_systems = ['*']
     valid_prog_environs = [f'+{f}' for f in BY_CHECK['OsuPt2Pt'].needs]
@@ -32,19 +32,8 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck):
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'p2p', 'osu'}
 
-    @run_after('setup')
-    def find_program(self):
-        # The fixture has not run yet when Spack provides OSU; the view path is already known.
-        self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
-        self.skip_because(
-            self.osu_path is None and self.current_environ.extras['build'] != 'spack',
-            f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT or '
-            f'a module); {self.current_environ.name} has neither')
-
     @run_before('run')
-    def set_program(self):
-        self.executable = self.osu_path or osu_program(self.current_environ.extras,
-                                                       self.benchmark)
+    def set_options(self):
         self.executable_opts = ['-m', SIZES, '-c']
 
     @sanity_function

@@ -267,3 +267,23 @@ def osu_program(environ_extras: dict, name: str) -> str | None:
         if found:
             return found[0]
     return None
+
+
+class OsuProgram(rfm.RegressionMixin):
+    """Mixed into the OSU checks: finds the program named by the check's ``benchmark``
+    parameter, or skips saying why. Precondition: the check has a ``benchmark`` (an OSU
+    program name) and the StackCheck's ``skip_because``."""
+
+    @run_after('setup')
+    def find_program(self):
+        # The fixture has not run yet when Spack provides OSU; the view path is already known.
+        self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
+        self.skip_because(
+            self.osu_path is None and self.current_environ.extras['build'] != 'spack',
+            f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT or '
+            f'a module); {self.current_environ.name} has neither')
+
+    @run_before('run')
+    def set_osu_executable(self):
+        self.executable = self.osu_path or osu_program(self.current_environ.extras,
+                                                       self.benchmark)
