@@ -47,7 +47,6 @@ import statistics
 from collections import Counter
 
 import numpy as np
-from scipy import stats
 
 from commcheck import experiments
 from commcheck.history import Sample, key_label
@@ -147,6 +146,8 @@ def _min_rank_launches(alpha: float) -> int:
 
 def _boot_halfwidth(base: list[float], new: list[float], level: float, settings: Settings):
     """(low, high) of the percentile bootstrap of median(new) - median(base)."""
+    from scipy import stats     # here: scipy costs a second to import, the CLI's help none
+
     def diff(a, b, axis=-1):
         return np.median(a, axis=axis) - np.median(b, axis=axis)
     res = stats.bootstrap((np.asarray(new), np.asarray(base)), diff, vectorized=True,
@@ -167,6 +168,7 @@ def _needed(n: int, change: float, low: float, high: float, threshold: float,
 
 def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()) -> Outcome:
     """The three-outcome comparison of one quantity (see the module's docstring)."""
+    from scipy import stats
     level = 1 - settings.alpha / max(m, 1)
     change = statistics.median(new.values) - statistics.median(base.values)
     low, high = _boot_halfwidth(base.values, new.values, level, settings)

@@ -58,6 +58,13 @@ SWEEP = ['-S', 'FabricSweep.serial=true', '-S', 'FabricSweep.passes=3',
          '-S', 'FabricSweep.batches=40', '-S', 'FabricSweep.bw_iters=8',
          '-S', 'FabricSweep.bw_size=64k', '-S', 'FabricSweep.warmup=2']
 INTER_NODE_STACKS = {'gnu-openmpi4', 'gnu-mpich5'}
+#: Both sessions retry a failed test case twice and are judged by the last attempt: Debian's
+#: Open MPI 4.1.4 under srun has crashed at start here (a rank jumping to address 0, its peers
+#: then failing to connect to it; 3 of about 10 CI sweeps, none in 60 launches by hand). The
+#: site file now keeps PMIx off its shared-memory store for it, and the cluster ends a crashed
+#: step at once (KillOnBadExit), so a retry costs seconds, not the 5-minute time limit. A fault
+#: of ours fails every attempt; the degraded sweep's expected failure is retried and judged too.
+RETRIES = ('--max-retries', '2')
 
 
 @pytest.fixture(scope='module')
@@ -75,7 +82,7 @@ def site(tmp_path_factory):
 @pytest.fixture(scope='module')
 def clean(cluster, site):
     env = reframe_env(site['base'] / 'clean', site['file'])
-    done = run_reframe(cluster, env, '-r', '--mode', 'quick', '-n', 'FabricSweep',
+    done = run_reframe(cluster, env, '-r', *RETRIES, '--mode', 'quick', '-n', 'FabricSweep',
                        '-n', 'Collectives', *SWEEP)
     return {'done': done, 'env': env, 'cases': ran(env)}
 
@@ -89,10 +96,7 @@ def degraded(cluster, site, clean):
     done = cluster.script('degrade', DEGRADED, *RATE_LIMIT)
     assert done.returncode == 0, done.stderr
     try:
-        # One retry: Open MPI's TCP wire-up to the rate-limited node can time out at start
-        # ("connect() ... Operation now in progress", seen once in CI); the retry is judged.
-        done = run_reframe(cluster, env, '-r', '--max-retries', '1', '--mode', 'quick',
-                           *rerun, *SWEEP)
+        done = run_reframe(cluster, env, '-r', *RETRIES, '--mode', 'quick', *rerun, *SWEEP)
     finally:
         restored = cluster.script('restore', DEGRADED)
     assert restored.returncode == 0, restored.stderr
