@@ -146,7 +146,7 @@ def _min_rank_launches(alpha: float) -> int:
 
 def _boot_halfwidth(base: list[float], new: list[float], level: float, settings: Settings):
     """(low, high) of the percentile bootstrap of median(new) - median(base)."""
-    from scipy import stats     # here: scipy costs a second to import, the CLI's help none
+    from scipy import stats  # here: scipy costs a second to import, the CLI's help none
 
     def diff(a, b, axis=-1):
         return np.median(a, axis=axis) - np.median(b, axis=axis)
