@@ -77,7 +77,7 @@ def describe_bound(check, grid_bytes: int) -> str:
                           if check.oversubscribed else ''))
 
 
-class RepeatedRuns(rfm.RegressionMixin):
+class RepeatedRuns(rfm.RegressionTestPlugin):
     """Timed runs repeated until they are long and many enough to be stable: the kernel runs
     the steps at least ``min_reps`` times and until the runs add up to ``target_seconds``, and
     reports the median run with the fastest and slowest (``time_min``, ``time_max``).

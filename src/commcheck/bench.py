@@ -16,30 +16,35 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from commcheck import console as textconsole
 from commcheck import discover, kbuild, osu, records, rfmconfig
 from commcheck.errors import UserError
 from commcheck.rfm.build import osu_program
 
 ROUNDS = 7
 MIB = 1 << 20
-console = Console(highlight=False)
+console = textconsole.make()
 
 
 class BenchError(UserError):
     pass
 
 
-def ours(stack, program: Path, iters: int) -> tuple[float, float]:
+def ours(stack, program: Path, iters: int) -> tuple[float, ...]:
+    """8 B latency, 1 MiB bandwidth, and the hardware floor of the same launch at both sizes
+    (the main job's ``floor_latency_8B`` and ``floor_bw_1048576B``)."""
     done = kbuild.launch(stack, 2, program, '--sizes', f'8,{MIB}', '--iters', str(iters),
                          '--warmup', str(max(iters // 10, 1)))
-    rows = records.parse(done.stdout)['DATA']
-    if done.returncode or len(rows) != 2:
+    found = records.parse(done.stdout)
+    rows = found['DATA']
+    floors = {int(r['size']): r for r in found['FLOOR'] if r.get('kind') != 'none'}
+    if done.returncode or len(rows) != 2 or set(floors) != {8, MIB}:
         raise BenchError(f'pingpong-c failed on {stack.id}: {done.stderr.strip()[-300:]}')
-    return rows[0]['oneway_us'], MIB / rows[1]['oneway_us']
+    return (rows[0]['oneway_us'], MIB / rows[1]['oneway_us'],
+            floors[8]['oneway_us'], floors[MIB]['bw_MBps'])
 
 
 def netpipe(stack, iters: int, workdir: Path) -> tuple[float, float] | None:
@@ -68,10 +73,12 @@ def osu_latency(stack, extras: dict, iters: int) -> tuple[float, float] | None:
     return table[8], MIB / table[MIB]
 
 
-def summarize(values: list[tuple[float, float]]) -> tuple[float, float, float, float]:
-    """(median latency, best latency, median bandwidth, best bandwidth) over the rounds."""
+def summarize(values: list[tuple[float, ...]]) -> tuple[float, ...]:
+    """(median latency, best latency, median bandwidth, best bandwidth) over the rounds, and
+    where the program measured it (ours) the median 8 B floor and 1 MiB floor bandwidth."""
     lat, bw = [v[0] for v in values], [v[1] for v in values]
-    return statistics.median(lat), min(lat), statistics.median(bw), max(bw)
+    floors = tuple(statistics.median(v[i] for v in values) for i in (2, 3) if len(values[0]) > i)
+    return statistics.median(lat), min(lat), statistics.median(bw), max(bw), *floors
 
 
 def main(args) -> int:
@@ -85,7 +92,7 @@ def main(args) -> int:
     table = Table(title=f'ping-pong, {ROUNDS} alternating rounds, {args.iters} round trips',
                   header_style='bold')
     for col in ('stack', 'program', '8 B median (us)', '8 B best (us)', '1 MiB median (MB/s)',
-                '1 MiB best (MB/s)'):
+                '1 MiB best (MB/s)', '8 B floor (us)', '1 MiB floor (MB/s)'):
         table.add_column(col, justify='left' if col in ('stack', 'program') else 'right')
     with tempfile.TemporaryDirectory(prefix='commcheck-bench-') as tmp, Progress(
             console=console, transient=True) as progress:
@@ -109,7 +116,7 @@ def main(args) -> int:
             stats = {name: summarize(vals) for name, vals in samples.items()}
             base = stats['commcheck']
             for name, row in stats.items():
-                table.add_row(stack.id, name, *(f'{v:.3f}' if i < 2 else f'{v:.0f}'
+                table.add_row(stack.id, name, *(f'{v:.3f}' if i in (0, 1, 4) else f'{v:.0f}'
                                                 for i, v in enumerate(row)))
                 if name != 'commcheck':
                     table.add_row('', f'ours vs {name}', f'{base[0] - row[0]:+.3f}',

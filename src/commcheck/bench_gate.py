@@ -42,10 +42,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 from scipy import stats
 
+from commcheck import console as textconsole
 from commcheck import discover, experiments, gate, kbuild, paths, records
 from commcheck.errors import UserError
 from commcheck.history import Sample
@@ -63,7 +63,7 @@ CLEAN, SLOWED, DEGRADED = 'clean', 'slowed machine', 'degraded MPI'
 DEGRADE = {'openmpi': {'OMPI_MCA_btl': 'self,tcp'}}
 DEGRADE_UCX = {'mpich': {'UCX_TLS': 'tcp,self'}}
 OLD_MIN_EFFECT, OLD_ALPHA, OLD_MIN_SAMPLES = 0.20, 0.05, 5
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+console = textconsole.make()
 
 
 # ---- launches and sessions -------------------------------------------------------------------

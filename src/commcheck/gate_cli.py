@@ -6,19 +6,18 @@ import json
 import math
 import os
 import re
-import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from commcheck import baseline, experiments, gate, history, paths, sample_index, trend
+from commcheck import console as textconsole
 from commcheck.history import HistoryError
 
 EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED = 0, 1, 3
 
 # A terminal's own width; in a CI log or a pipe, wide enough that rows stay one line.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 180)
+console = textconsole.make()
 
 
 def _keep(sample: history.Sample, everything: bool) -> bool:

@@ -198,7 +198,7 @@ def test_stream_aggregate_counts_the_last_rank(kernel_builds, stack, program):
                   '--skew-ms', '40')
     assert done.returncode == 0, done.stderr
     out = records.parse(done.stdout)
-    assert out['META'][0]['timing'] == 'barrier-to-barrier'
+    assert out['META'][0]['timing'] == 'enter-to-exit'
     result = out['RESULT'][0]
     assert result['copy_GBps'] <= 16.0 * n * 2 / skew_s / 1e9
     assert result['triad_GBps'] <= 24.0 * n * 2 / skew_s / 1e9
@@ -249,20 +249,26 @@ def test_repetition_options_refuse_bad_values(kernel_builds, stack, kernel, prog
         assert len(errors) == 1 and words in errors[0], done.stderr
 
 
-# STREAM as it was: every rank times its own loops (after its late start), the slowest counts.
-PER_RANK_CLOCK = (
-    ("""        double t0 = MPI_Wtime();
+# STREAM's timed loop as it is (stream.c), the text the mutants below replace.
+CURRENT_LOOP = """        double t0 = MPI_Wtime();
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         late_start(skew);
         for (size_t k = 0; k < len; k++)
             c[k] = a[k];
-        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         double t1 = MPI_Wtime();
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t2 = MPI_Wtime();
         late_start(skew);
         for (size_t k = 0; k < len; k++)
             a[k] = b[k] + SCALAR * c[k];
         CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        times[2 * r] = t1 - t0;
-        times[2 * r + 1] = MPI_Wtime() - t1;""",
+        times[2 * r] = t2 - t0;
+        times[2 * r + 1] = MPI_Wtime() - t1;"""
+
+# STREAM as it was first: every rank times its own loops (after its late start), the slowest
+# counts.
+PER_RANK_CLOCK = (
+    (CURRENT_LOOP,
      """        late_start(skew);
         double t0 = MPI_Wtime();
         for (size_t k = 0; k < len; k++)
@@ -279,19 +285,66 @@ PER_RANK_CLOCK = (
      'MPI_COMM_WORLD));'))
 
 
-@pytest.mark.skipif(not STREAM_CASES, reason='no stack')
-def test_the_stream_bound_test_catches_a_per_rank_clock(tmp_path):
-    """The bound above can fail: STREAM rebuilt with the per-rank clock of before (each rank
-    times its own loops, the slowest counts) reports far more than bytes / 40 ms."""
+# STREAM as it was next: rank 0 read its clock after leaving each barrier, so a rank 0 that
+# was descheduled there (an oversubscribed node) missed the other ranks' work: 9 ranks on 2
+# cores read 57 GB/s against 36 at 2 ranks.
+CLOCK_AFTER_BARRIER = ((CURRENT_LOOP, """        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        late_start(skew);
+        double t0 = MPI_Wtime();
+        for (size_t k = 0; k < len; k++)
+            c[k] = a[k];
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t1 = MPI_Wtime();
+        late_start(skew);
+        double t2 = MPI_Wtime();
+        for (size_t k = 0; k < len; k++)
+            a[k] = b[k] + SCALAR * c[k];
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        times[2 * r] = t1 - t0;
+        times[2 * r + 1] = MPI_Wtime() - t2;"""),)
+
+
+@pytest.mark.parametrize('stack,program', STREAM_CASES, ids=STREAM_IDS)
+def test_stream_aggregate_counts_a_late_first_rank(kernel_builds, stack, program):
+    """Rank 0, whose clock counts, starting each loop 40 ms late (descheduled right after the
+    barrier while rank 1 copies): every rep still lasts at least 40 ms on that clock."""
+    n, lag_s = 100000, 0.040
+    done = mpirun(stack, 2, kernel_builds[stack.name] / program, '--n', str(n), '--reps', '2',
+                  '--lag-ms', '40')
+    assert done.returncode == 0, done.stderr
+    result = records.parse(done.stdout)['RESULT'][0]
+    assert result['copy_GBps'] <= 16.0 * n * 2 / lag_s / 1e9
+    assert result['triad_GBps'] <= 24.0 * n * 2 / lag_s / 1e9
+
+
+def _stream_mutant(tmp_path, replacements):
     stack = STREAM_CASES[0][0]
     source = tmp_path / 'kernels'
     shutil.copytree(paths.KERNELS_SRC, source)
     text = (source / 'stream' / 'stream.c').read_text()
-    for old, new in PER_RANK_CLOCK:
+    for old, new in replacements:
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     (source / 'stream' / 'stream.c').write_text(text)
-    program = kbuild.cmake_build(stack, tmp_path / 'build', source, ['stream-c']) / 'stream-c'
-    done = mpirun(stack, 2, program, '--n', '100000', '--reps', '2', '--skew-ms', '40')
+    return kbuild.cmake_build(stack, tmp_path / 'build', source, ['stream-c']) / 'stream-c'
+
+
+@pytest.mark.skipif(not STREAM_CASES, reason='no stack')
+def test_the_late_first_rank_test_catches_a_clock_read_after_the_barrier(tmp_path):
+    """The bound above can fail: STREAM rebuilt with rank 0's clock read after the barrier
+    reports far more than bytes / 40 ms when rank 0 starts late."""
+    program = _stream_mutant(tmp_path, CLOCK_AFTER_BARRIER)
+    done = mpirun(STREAM_CASES[0][0], 2, program, '--n', '100000', '--reps', '2',
+                  '--lag-ms', '40')
+    assert done.returncode == 0, done.stderr
+    assert records.parse(done.stdout)['RESULT'][0]['copy_GBps'] > 16.0 * 100000 * 2 / 0.040 / 1e9
+
+
+@pytest.mark.skipif(not STREAM_CASES, reason='no stack')
+def test_the_stream_bound_test_catches_a_per_rank_clock(tmp_path):
+    """The bound above can fail: STREAM rebuilt with the per-rank clock of before (each rank
+    times its own loops, the slowest counts) reports far more than bytes / 40 ms."""
+    program = _stream_mutant(tmp_path, PER_RANK_CLOCK)
+    done = mpirun(STREAM_CASES[0][0], 2, program, '--n', '100000', '--reps', '2', '--skew-ms', '40')
     assert done.returncode == 0, done.stderr
     assert records.parse(done.stdout)['RESULT'][0]['copy_GBps'] > 16.0 * 100000 * 2 / 0.040 / 1e9

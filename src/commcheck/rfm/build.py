@@ -269,7 +269,7 @@ def osu_program(environ_extras: dict, name: str) -> str | None:
     return None
 
 
-class OsuProgram(rfm.RegressionMixin):
+class OsuProgram(rfm.RegressionTestPlugin):
     """Mixed into the OSU checks: finds the program named by the check's ``benchmark``
     parameter, or skips saying why. Precondition: the check has a ``benchmark`` (an OSU
     program name) and the StackCheck's ``skip_because``."""

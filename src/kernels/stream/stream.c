@@ -1,9 +1,11 @@
 /* stream: STREAM-style copy and triad on every rank at once (seed 002: the memory bandwidth
  * that bounds the stencil). Each rank works on its own three arrays of n doubles; the node's
- * aggregate bandwidth is all ranks' bytes over the elapsed time from the barrier that starts
- * them to the barrier that follows the last rank's end, read on rank 0's clock. Ranks that
- * start late or are time-sliced (more ranks than cores) lengthen that time, so the aggregate
- * never exceeds what the cores can do together (a per-rank clock would not see the wait). */
+ * aggregate bandwidth is all ranks' bytes over the elapsed time on rank 0's clock from just
+ * before rank 0 enters the barrier that starts them (no rank leaves a barrier before rank 0
+ * has entered it) to just after rank 0 leaves the barrier that follows the last rank's end.
+ * Ranks that start late or are time-sliced (more ranks than cores), rank 0 included, lengthen
+ * that time, so the aggregate never exceeds what the cores can do together (a per-rank clock,
+ * or a clock read after the starting barrier, would not see the wait). */
 #include "cc_util.h"
 #include <math.h>
 
@@ -18,11 +20,13 @@ static const char *usage =
     "  --reps R        repetitions (default 10)\n"
     "  --skew-ms S     self-test: rank r starts each loop r*S ms late (a late or\n"
     "                  time-sliced rank); the aggregate's time must include that wait\n"
+    "  --lag-ms L      self-test: rank 0 starts each loop L ms late, as if descheduled\n"
+    "                  right after the barrier while the other ranks run\n"
     "  --inject-error  self-test: perturb one array element after the run, so the\n"
     "                  analytic validation must fail with exit code 3\n"
     "  --help          this text\n";
 
-/* --skew-ms: wait (spinning, as a busy rank would) before starting a loop. */
+/* --skew-ms, --lag-ms: wait (spinning, as a busy rank would) before starting a loop. */
 static void late_start(double seconds)
 {
     double until = MPI_Wtime() + seconds;
@@ -47,7 +51,9 @@ int main(int argc, char **argv)
         } else if ((v = cc_optval(argc, argv, &i, "--reps"))) {
             reps = (int)cc_parse_int("--reps", v, 1, 1000000);
         } else if ((v = cc_optval(argc, argv, &i, "--skew-ms"))) {
-            skew = 1e-3 * (double)cc_parse_int("--skew-ms", v, 0, 10000) * rank;
+            skew += 1e-3 * (double)cc_parse_int("--skew-ms", v, 0, 10000) * rank;
+        } else if ((v = cc_optval(argc, argv, &i, "--lag-ms"))) {
+            skew += rank == 0 ? 1e-3 * (double)cc_parse_int("--lag-ms", v, 0, 10000) : 0.0;
         } else if (strcmp(argv[i], "--inject-error") == 0) {
             inject = 1;
         } else {
@@ -78,30 +84,32 @@ int main(int argc, char **argv)
     }
 
     if (rank == 0) {
-        printf("# each rep: MPI_Barrier, t0 = rank 0's MPI_Wtime, copy (c=a, 16 B/element) on "
-               "every rank, MPI_Barrier, t1 = rank 0's MPI_Wtime; the same for triad (a=b+s*c, "
-               "24 B/element); a kernel's time = t1 - t0 (first rank's start to last rank's end, "
-               "plus one barrier); best (smallest) rep reported; GBps = ranks*bytes/time/1e9 "
-               "(aggregate), _per_rank = aggregate/ranks\n");
+        printf("# each rep: t0 = rank 0's MPI_Wtime, MPI_Barrier, copy (c=a, 16 B/element) on "
+               "every rank, t1 = rank 0's MPI_Wtime, MPI_Barrier, t2 = rank 0's MPI_Wtime, triad "
+               "(a=b+s*c, 24 B/element), MPI_Barrier, t3; copy time = t2 - t0, triad time = "
+               "t3 - t1 (before any rank's start to after every rank's end, plus barriers); best "
+               "(smallest) rep reported; GBps = ranks*bytes/time/1e9 (aggregate), _per_rank = "
+               "aggregate/ranks\n");
         fflush(stdout);
     }
-    cc_print_meta("stream", "n=%lld reps=%d timing=barrier-to-barrier bytes_copy=%.0f", n, reps,
+    cc_print_meta("stream", "n=%lld reps=%d timing=enter-to-exit bytes_copy=%.0f", n, reps,
                   16.0 * (double)n * nprocs);
 
     double *times = cc_malloc(2 * (size_t)reps * sizeof(double), "the timings");
     for (int r = 0; r < reps; r++) {
-        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         double t0 = MPI_Wtime();
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         late_start(skew);
         for (size_t k = 0; k < len; k++)
             c[k] = a[k];
-        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         double t1 = MPI_Wtime();
+        CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t2 = MPI_Wtime();
         late_start(skew);
         for (size_t k = 0; k < len; k++)
             a[k] = b[k] + SCALAR * c[k];
         CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        times[2 * r] = t1 - t0;
+        times[2 * r] = t2 - t0;
         times[2 * r + 1] = MPI_Wtime() - t1;
     }
     /* Rank 0's clock is the one that counts: every rank reports it. */
