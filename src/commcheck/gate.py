@@ -278,8 +278,12 @@ def _setup(samples: list[Sample]) -> dict[str, str]:
 
 
 def provenance_changes(base: list[Sample], new: list[Sample]) -> dict[str, tuple[str, str]]:
+    """The setup fields that differ between two sets of sessions (nodes only where the host
+    differs too, and only where both sides know them)."""
     before, after = _setup(base), _setup(new)
     ignore = {'host', 'nodelist'} if before.get('host') == after.get('host') else set()
+    if '' in (before.get('nodelist', ''), after.get('nodelist', '')):
+        ignore.add('nodelist')
     return {k: (before.get(k, ''), after.get(k, '')) for k in sorted(set(before) | set(after))
             if before.get(k, '') != after.get(k, '') and k not in ignore}
 

@@ -89,6 +89,14 @@ def _finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def job_nodes(case: dict) -> list[str]:
+    """The nodes a test case's job ran on, as ReFrame reported them; empty when unknown.
+
+    ReFrame's ``squeue`` backend learns the nodes only while it sees the job in the queue; a
+    job that ends between two polls is reported on the node ``None``."""
+    return [str(n) for n in case.get('job_nodelist') or [] if n not in (None, 'None', '')]
+
+
 def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]:
     perf = case.get('perfvalues') or {}
     if not isinstance(perf, dict):
@@ -96,8 +104,7 @@ def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]
         return []
     prov = case.get('provenance')
     prov = prov if isinstance(prov, dict) else {}
-    prov = {**{k: str(v) for k, v in prov.items()}, 'nodelist': ','.join(
-        str(n) for n in case.get('job_nodelist') or [])}
+    prov = {**{k: str(v) for k, v in prov.items()}, 'nodelist': ','.join(job_nodes(case))}
     provenance = tuple(sorted(prov.items()))
     if len(_SHARED) > 100_000:
         _SHARED.clear()
@@ -373,7 +380,8 @@ def read_perflog(path: str | Path, warn: Warn = warn_stderr) -> list[Sample]:
             variable=row['perf_var'], value=value, unit=row['perf_unit'], result=row['result'],
             oversubscribed=row['reference_status'].startswith('oversubscribed'),
             provenance=(('binding', row['binding']), ('placement', row['placement']),
-                        ('nodelist', row['job_nodelist']))))
+                        ('nodelist', ','.join(job_nodes(
+                            {'job_nodelist': row['job_nodelist'].split(',')}))))))
     return out
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from commcheck import discover, paths, sitefile
+from commcheck import discover, history, paths, sitefile
 from commcheck.site import SiteError
 from tests.conftest import BIN, IN_CI
 
@@ -279,9 +279,8 @@ def test_jobs_went_through_the_queue(cluster, session):
             assert len(job['nodes']) == want, f'{where}: ran on {job["nodes"]}'
         else:
             assert len(job['nodes']) == 1, f'{where}: ran on {job["nodes"]}'
-        if tc['job_nodelist'] and None not in tc['job_nodelist'] and \
-                'None' not in tc['job_nodelist']:
-            assert set(tc['job_nodelist']) == job['nodes'], where
+        if history.job_nodes(tc):
+            assert set(history.job_nodes(tc)) == job['nodes'], where
         assert tc['placement'] == part.placement == tc['provenance']['placement'], where
         assert tc['provenance']['launcher'] == 'srun', where
         script = (Path(tc['outputdir']) / 'rfm_job.sh').read_text()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from commcheck import baseline, bench_gate, experiments, gate, gate_cli, references, trend
+from commcheck import baseline, bench_gate, experiments, gate, gate_cli, history, references, trend
 from commcheck.history import Sample, Session, group
 
 KEY = ('sys', 'part', 'gnu-mpich4', 'PingPong %lang=c', 'latency_8B')
@@ -213,6 +213,23 @@ def test_another_binding_is_not_compared_and_what_changed_is_named():
                          {KEY: samples([3, 3.1, 3.2], binding='none', mpi_version='5.0.6')})
     assert comps[0].verdict == gate.NOT_COMPARABLE and 'binding core -> none' in comps[0].note
     assert comps[0].provenance_changes['mpi_version'] == ('4.1.4', '5.0.6')
+
+
+def test_nodes_count_as_a_change_only_where_hosts_differ_and_both_sides_know_them():
+    known = samples([1, 1], host='login', nodelist='cc-n1,cc-n2')
+    moved = samples([1, 1], host='cc-n3', nodelist='cc-n3,cc-n4')
+    unknown = samples([1, 1], host='cc-n3', nodelist='')
+    assert gate.provenance_changes(known, moved)['nodelist'] == ('cc-n1,cc-n2', 'cc-n3,cc-n4')
+    assert 'nodelist' not in gate.provenance_changes(known, unknown)
+    assert 'nodelist' not in gate.provenance_changes(
+        known, samples([1, 1], host='login', nodelist='cc-n3,cc-n4'))
+
+
+@pytest.mark.parametrize('reported, nodes', [
+    (['cc-n1', 'cc-n2'], ['cc-n1', 'cc-n2']), (['None'], []), ([None], []), ([], []),
+    (None, [])])
+def test_job_nodes_drop_the_placeholder_of_a_job_that_ended_between_polls(reported, nodes):
+    assert history.job_nodes({'job_nodelist': reported}) == nodes
 
 
 def test_old_rule_benjamini_hochberg_is_monotone_and_bounded():
