@@ -19,7 +19,6 @@ Entries of checks that the selected sessions did not run are kept from the previ
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import statistics
 import time
@@ -88,7 +87,7 @@ class BaselineFile(BaseModel):
 
     def samples(self) -> dict[tuple, list[Sample]]:
         """The baseline's launches as :class:`Sample` objects, keyed like history's."""
-        out = {}
+        out, shared = {}, {}
         for v in self.variables:
             sessions = v.sessions if len(v.sessions) == len(v.samples) else None
             times = v.times if len(v.times) == len(v.samples) else None
@@ -96,9 +95,17 @@ class BaselineFile(BaseModel):
                                  time=times[i] if times else 0.0, system=v.system,
                                  partition=v.partition, environ=v.environ, test=v.test,
                                  variable=v.variable, value=x, unit=v.unit, result='pass',
-                                 provenance=tuple(sorted(p.items())))
+                                 provenance=_shared(shared, p))
                           for i, (x, p) in enumerate(zip(v.samples, v.provenance))]
         return out
+
+
+def _shared(seen: dict, provenance: dict) -> tuple:
+    """One tuple for each distinct setup (a baseline repeats a handful over every launch)."""
+    raw = tuple(provenance.items())
+    if raw not in seen:
+        seen[raw] = tuple(sorted(raw))
+    return seen[raw]
 
 
 def baseline_path(ref_dir: Path, system: str) -> Path:
@@ -150,8 +157,12 @@ def compute(sessions: list[Session], system: str, policy: Policy,
         if direction is None or not (policy.all_variables or first.variable in key_vars):
             continue
         values = [s.value for s in group_samples]
-        if len(values) < policy.min_samples or statistics.median(values) <= 0:
+        if len(values) < policy.min_samples:
             short.append((key, len(values)))
+            continue
+        if statistics.median(values) <= 0:
+            warn(f'{" ".join(key[2:])}: median {statistics.median(values):g} {first.unit} is not '
+                 f'positive (no bound is a fraction of it); not baselined')
             continue
         med, mad, tol = tolerance(values, direction, policy)
         chosen.append(Variable(
@@ -233,7 +244,7 @@ def write(ref_dir: Path, system: str, sessions: list[Session], variables: list[V
     new_text = render_refs(ref_entries(variables), previous, system, uuids)
     references.validate_text(new_text, str(ref_file))      # never write what ReFrame rejects
     references.write_atomic(baseline_path(ref_dir, system),
-                            json.dumps(record.model_dump(), indent=1) + '\n')
+                            record.model_dump_json(indent=1) + '\n')
     references.write_atomic(ref_file, new_text)
     return {'references': str(ref_file), 'baseline': str(baseline_path(ref_dir, system)),
             'diff': references.diff(old_text, new_text, ref_file.name)}

@@ -39,8 +39,8 @@ def warn_stderr(message: str) -> None:
     print(f'WARNING: {message}', file=sys.stderr)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Sample:
+@dataclasses.dataclass(slots=True, unsafe_hash=True)   # never changed once made; not frozen:
+class Sample:                                           # frozen construction is 2x slower
     session: str                # session uuid ('' for perflog samples)
     time: float                 # job completion, unix seconds
     system: str
@@ -110,19 +110,20 @@ def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]
         _SHARED.clear()
     provenance = _SHARED.setdefault(provenance, provenance)   # one copy of each setup
     out = []
+    common = {'session': uuid, 'time': float(case.get('job_completion_time_unix') or 0.0),
+              'system': str(case.get('system') or ''),
+              'partition': str(case.get('partition') or ''),
+              'environ': str(case.get('environ') or ''),
+              'test': REPEAT.sub('', str(case.get('display_name'))),
+              'result': str(case.get('result')), 'oversubscribed': bool(case.get('oversubscribed')),
+              'provenance': provenance}
     for name, entry in perf.items():
         if not (isinstance(entry, list) and len(entry) >= 5 and _finite(entry[0])):
             warn(f'{where}: {case.get("display_name")} {name}: not a finite performance value '
                  f'({entry!r}); skipped')
             continue
-        out.append(Sample(
-            session=uuid, time=float(case.get('job_completion_time_unix') or 0.0),
-            system=str(case.get('system') or ''), partition=str(case.get('partition') or ''),
-            environ=str(case.get('environ') or ''),
-            test=REPEAT.sub('', str(case.get('display_name'))), variable=name.split(':')[-1],
-            value=float(entry[0]), unit=str(entry[4] or ''), result=str(case.get('result')),
-            oversubscribed=bool(case.get('oversubscribed')),
-            provenance=provenance))
+        out.append(Sample(variable=name.split(':')[-1], value=float(entry[0]),
+                          unit=str(entry[4] or ''), **common))
     return out
 
 

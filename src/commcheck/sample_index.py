@@ -117,22 +117,25 @@ class SampleIndex:
             self.conn.close()
             self.conn = None
 
-    def update(self) -> dict[str, int]:
-        """Add the sessions the database has and the index lacks; drop those it no longer has.
+    def update(self, only: Iterable[str] | None = None) -> dict[str, int]:
+        """Add the sessions the database has and the index lacks (of ``only``, when given: a
+        command that reads N sessions decodes at most N); drop those it no longer has.
         Returns how many were added and dropped."""
         stored = {s.uuid: s for s in self.db.stored()}
         # A session unreadable when it was indexed is tried again: its record may be repaired.
         known = dict(self.conn.execute('SELECT uuid, id FROM sessions WHERE problem IS NULL'))
+        wanted = None if only is None else set(only)
         gone = [sid for u, sid in self.conn.execute('SELECT uuid, id FROM sessions')
-                if u not in stored or u not in known]
+                if u not in stored or (u not in known and (wanted is None or u in wanted))]
         if gone:
             self._drop(gone)
-        new = [stored[u] for u in stored if u not in known]
+        new = [stored[u] for u in stored if u not in known and (wanted is None or u in wanted)]
         for uuid, blob in self.db.records([s.uuid for s in new]):
             self._add(stored[uuid], blob)
-        for _uuid, problem in self.conn.execute(
+        for uuid, problem in self.conn.execute(
                 'SELECT uuid, problem FROM sessions WHERE problem IS NOT NULL'):
-            self.warn(problem)
+            if wanted is None or uuid in wanted:
+                self.warn(problem)
         return {'added': len(new), 'dropped': len([u for u in known if u not in stored])}
 
     def _drop(self, gone: list[int]) -> None:
@@ -240,6 +243,32 @@ class SampleIndex:
                        oversubscribed=bool(over), provenance=self._provenance(pid))
                 for u, t, v, unit, res, over, pid in rows if wanted is None or u in wanted]
 
+    def load(self, chosen: Iterable[Stored]) -> list[Session]:
+        """The chosen sessions' samples, as :meth:`ResultsDB.load` with ``cases=False`` gives
+        them (in the order given, launches in stored order; unreadable sessions left out), read
+        from the index in one query instead of decoding each session's record."""
+        chosen = list(chosen)
+        by_uuid: dict[str, list[Sample]] = {s.uuid: [] for s in chosen}
+        marks = ','.join('?' * len(by_uuid))
+        rows = self._query(
+            'SELECT s.uuid, k.system, k.partition, k.environ, k.test, k.variable, x.time, '
+            'x.value, x.unit, x.result, x.oversubscribed, x.provenance FROM samples x '
+            'JOIN sessions s ON x.session = s.id JOIN keys k ON x.key = k.id '
+            f'WHERE s.problem IS NULL AND s.uuid IN ({marks}) ORDER BY x.rowid', list(by_uuid))
+        for u, system, part, env, test, var, t, v, unit, res, over, pid in rows:
+            by_uuid[u].append(Sample(session=u, time=t, system=system, partition=part,
+                                     environ=env, test=test, variable=var, value=v, unit=unit,
+                                     result=res, oversubscribed=bool(over),
+                                     provenance=self._provenance(pid)))
+        readable = {u for u, in self._query(
+            f'SELECT uuid FROM sessions WHERE problem IS NULL AND uuid IN ({marks})',
+            list(by_uuid))}
+        when = dict(self._query(f'SELECT uuid, time_start_text FROM sessions WHERE uuid IN '
+                                f'({marks})', list(by_uuid)))
+        return [Session(uuid=s.uuid, time_start=s.time_start,
+                        info={'uuid': s.uuid, 'time_start': when.get(s.uuid, '')}, cases=[],
+                        samples=by_uuid[s.uuid]) for s in chosen if s.uuid in readable]
+
     def _provenance(self, pid: int) -> tuple:
         if pid not in self._prov:
             row = self._query('SELECT json FROM provenance WHERE id = ?', (pid,))
@@ -267,8 +296,9 @@ def _set_aside(path: Path, why: str) -> str:
 
 
 def open_index(db: str | Path | ResultsDB, warn: Warn = warn_stderr,
-               path: Path | None = None) -> SampleIndex:
-    """The index of ``db``, up to date with it; a damaged index is set aside and rebuilt."""
+               path: Path | None = None, only: Iterable[str] | None = None) -> SampleIndex:
+    """The index of ``db``, up to date with it (for the sessions ``only`` names, when given);
+    a damaged index is set aside and rebuilt."""
     db = db if isinstance(db, ResultsDB) else ResultsDB(db)
     path = path or index_path(db.path)
     for attempt in (1, 2):
@@ -278,7 +308,7 @@ def open_index(db: str | Path | ResultsDB, warn: Warn = warn_stderr,
             if why:
                 warn(f'{_set_aside(path, why)}; rebuilt from {db.path}')
             index._connect()
-            index.update()
+            index.update(only)
             return index
         except sqlite3.OperationalError as err:     # locked, disk full: not damage
             index.close()

@@ -391,3 +391,38 @@ def test_a_database_in_a_read_only_place_is_indexed_under_the_state_dir(tmp_path
     finally:
         index.close()
     assert not (tmp_path / 'results.index.db').exists()
+
+
+def test_a_selection_read_through_the_index_is_the_decoded_selection(tmp_path, report):
+    db, _ = make(tmp_path, report, 8, repeat=3, changes=[])
+    results = history.ResultsDB(db)
+    chosen = results.choose(last=3)
+    index = sample_index.open_index(db, only=[s.uuid for s in chosen])
+    try:     # only the sessions asked for were decoded into it
+        assert [s.uuid for s in index.sessions()] == [s.uuid for s in chosen]
+        via_index = index.load(chosen)
+    finally:
+        index.close()
+    decoded = results.load(chosen, cases=False)
+    assert [s.uuid for s in via_index] == [s.uuid for s in decoded]
+    for a, b in zip(via_index, decoded):
+        assert a.samples == b.samples and a.when == b.when and a.time_start == b.time_start
+
+
+def test_baseline_through_an_index_writes_what_decoding_writes(tmp_path, report):
+    db, _ = make(tmp_path, report, 8, repeat=5, changes=[])
+    written = {}
+    for way in ('decoded', 'indexed'):
+        if way == 'indexed':
+            sample_index.open_index(db, only=[]).close()       # an index exists, empty
+        refs = tmp_path / way
+        assert cli.main(['baseline', '--db', str(db), '--last', '4', '--refs', str(refs)]) == 0
+        record = json.loads((refs / 'local.baseline.json').read_text())
+        record.pop('created')
+        written[way] = record, (refs / 'local.yaml').read_text()
+    assert written['decoded'] == written['indexed']
+    index = sample_index.open_index(db, only=[])
+    try:
+        assert len(index.sessions()) == 4                     # the baseline's, no others
+    finally:
+        index.close()

@@ -126,8 +126,11 @@ def no_match(db: Path, err: Exception, what: str) -> UserError:
 
 
 def selected(args, warn):
-    """The stored sessions the selection options name; "no session matches" when none."""
-    from commcheck import history
+    """The stored sessions the selection options name, their samples read through the sample
+    index where ``history`` or the report made one (only these sessions are added to it if
+    missing), else decoded from the database (a command creates no index as a side effect);
+    "no session matches" when none."""
+    from commcheck import history, sample_index
     db = history.ResultsDB(args.db or paths.RESULTS_DB)
     try:      # only the selected sessions' records are decoded
         chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
@@ -137,7 +140,17 @@ def selected(args, warn):
     if not chosen:
         raise UserError(f'no session matches {describe(args)} in {db.path} '
                         f'({len(db.stored())} stored)')
-    return db.load(chosen, warn, cases=False)
+    if not sample_index.index_path(db.path).exists():
+        return db.load(chosen, warn, cases=False)
+    try:
+        index = sample_index.open_index(db, warn, only=[s.uuid for s in chosen])
+    except history.HistoryError as err:
+        warn(f'{err}; the sessions are decoded from the database instead')
+        return db.load(chosen, warn, cases=False)
+    try:
+        return index.load(chosen)
+    finally:
+        index.close()
 
 
 # -- the commands ----------------------------------------------------------------------------

@@ -162,6 +162,7 @@ def write_report(sessions: list[Session], out_root: Path, *,
     data = {'meta': meta,
             'sections': {item['id']: {'title': item['title'], 'plots': item['section'].plots,
                                       **item['section'].data} for item in built}}
-    (out_dir / 'data.json').write_text(json.dumps(jsonable(data), indent=1, allow_nan=False)
-                                       + '\n', encoding='utf-8')
+    # one line: the indenting encoder is pure Python, 10x slower on a year of history
+    (out_dir / 'data.json').write_text(json.dumps(jsonable(data), allow_nan=False) + '\n',
+                                       encoding='utf-8')
     return out_dir / 'index.html'
