@@ -28,6 +28,9 @@ Power: each clean judged session's launches with the MPI figures (latency, bandw
 stacks scaled by 1 + d (bandwidth divided by it) for d = 20 %, 10 %, 5 %, and the floor of the
 same launches left as measured: the MPI got slower by d on an unchanged machine, with the
 session's real noise. A session counts as caught when it fails the rule.
+
+``--rejudge FILE`` judges the launches a previous run recorded (its ``--json``) under the rules
+as they are now, launching nothing: a change of the rule is measured on the same sessions.
 """
 
 from __future__ import annotations
@@ -327,10 +330,45 @@ def record_sessions(args, stacks, binding: str) -> list[dict]:
     return sessions
 
 
+def recorded(path: Path) -> tuple[list[dict], str, list[str], float]:
+    """(sessions, binding, stack ids, minutes) of a ``bench gate --json`` file, checked."""
+    try:
+        data = json.loads(Path(path).read_text(encoding='utf-8'))
+        sessions, binding = data['sessions'], str(data['binding'])
+        for s in sessions:
+            kind, _ = s['kind'], int(s['index'])
+            if kind not in (CLEAN, SLOWED, DEGRADED) or not isinstance(s['launches'], dict):
+                raise ValueError(f'session {s["index"]}: kind {kind!r} or launches unreadable')
+            for pool in s['launches'].values():
+                if not all(isinstance(v, (int, float)) and v > 0 for launch in pool
+                           for v in launch.values()):
+                    raise ValueError(f'session {s["index"]}: a value that is not positive')
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise UserError(f'{path}: not a `commcheck bench gate --json` record ({err})') from None
+    if not sessions:
+        raise UserError(f'{path}: no sessions recorded')
+    stack_ids = sorted({k for s in sessions for k in s['launches']})
+    return sessions, binding, stack_ids, (sessions[-1]['ended'] - sessions[0]['started']) / 60
+
+
 def main(args) -> int:
+    if args.rejudge:
+        sessions, binding, stack_ids, minutes = recorded(args.rejudge)
+        args.launches = min(len(pool) for s in sessions for pool in s['launches'].values())
+        args.gap = sessions[1]['started'] - sessions[0]['ended'] if len(sessions) > 1 else 0
+        console.print(f're-judging {args.rejudge}: recorded '
+                      f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}')
+        return report(args, sessions, binding, stack_ids, minutes, write=False)
     stacks, binding = _stacks(args)
     started = time.time()
     sessions = record_sessions(args, stacks, binding)
+    return report(args, sessions, binding, [s.id for s in stacks],
+                  (time.time() - started) / 60, write=True)
+
+
+def report(args, sessions: list[dict], binding: str, stack_ids: list[str], minutes: float,
+           write: bool) -> int:
+    """The tables of every rule over the sessions; the launches written when just recorded."""
     per_sides = [n for n in PER_SIDE if n <= args.launches] or [args.launches]
     evaluated = {n: evaluate(sessions, n) for n in per_sides}
     console.print(sessions_table(sessions))
@@ -339,9 +377,11 @@ def main(args) -> int:
         if any(ev[kind] for ev in evaluated.values()):
             console.print(verdicts_table(evaluated, kind, sessions))
     console.print(f'{len(sessions)} sessions of {args.launches} launches per stack '
-                  f'({", ".join(s.id for s in stacks)}, binding {binding}), {args.gap} s apart, '
-                  f'in {(time.time() - started) / 60:.1f} min; launches a side for 95 % power '
+                  f'({", ".join(stack_ids)}, binding {binding}), {args.gap:.0f} s apart, '
+                  f'in {minutes:.1f} min; launches a side for 95 % power '
                   f'at 10 % (new rule): {launches_needed(evaluated)}')
+    if not write:
+        return 0
     out = args.json or paths.REPORTS_DIR / 'bench' / f'gate-{time.strftime("%Y%m%dT%H%M%S")}.json'
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({'format_version': gate.FORMAT_VERSION, 'sizes': SIZES,

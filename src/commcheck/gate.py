@@ -20,8 +20,9 @@ MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's 
   threshold, never fewer than the rank test needs.
 
 The verdict (:func:`verdict`): ``MPI regressed`` (own cost worse, floor not), ``machine
-changed`` (floor moved, own cost not worse), ``both``, ``improved``, ``unchanged``, ``cannot
-tell``. Variables without a floor are judged on the raw value by the same rule (``regressed``).
+changed`` (floor moved, own cost not worse by more than that move: :func:`beyond_the_floor`),
+``both``, ``improved``, ``unchanged``, ``cannot tell``. Variables without a floor are judged on
+the raw value by the same rule (``regressed``).
 
 Intervals, on log values (so a change is a ratio), at the family-wise level 1 - alpha/m for m
 variables compared together (Bonferroni):
@@ -205,16 +206,32 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
     return out
 
 
+def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:
+    """Whether MPI's own cost grew by more than a move of the floor can explain.
+
+    MPI's cost is not proportional to the floor (across this VM's regimes MPICH took 1.7-2.3x
+    its floor; with busy loops on the cores MPI slowed more than the floor): a machine whose
+    floor moved by d (log) can shift the ratio by up to d either way for any response between
+    none and double. So once the floor moved, only the part of the cost's interval beyond |d|
+    is the software's."""
+    return cost.low > abs(floor.change)
+
+
 def verdict(cost: Outcome, floor: Outcome | None) -> str:
     """The verdict from MPI's own cost (or the raw value, without a floor) and the floor."""
     if floor is None:
         return {WORSE: REGRESSED, BETTER: IMPROVED, SAME: UNCHANGED,
                 UNKNOWN: CANNOT_TELL}[cost.outcome]
+    moved = floor.outcome in (WORSE, BETTER)
     if cost.outcome == WORSE:
+        if not moved:
+            return MPI_REGRESSED
+        if not beyond_the_floor(cost, floor):
+            return MACHINE_CHANGED
         return BOTH if floor.outcome == WORSE else MPI_REGRESSED
     if cost.outcome == UNKNOWN:
         return CANNOT_TELL
-    if floor.outcome in (WORSE, BETTER):
+    if moved:
         return MACHINE_CHANGED
     return IMPROVED if cost.outcome == BETTER else UNCHANGED
 
@@ -357,6 +374,9 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
         comp.cost = judge(series(then, comp.direction), series(now, comp.direction), m,
                           settings)
     comp.verdict = verdict(comp.cost, comp.floor)
+    if comp.verdict == MACHINE_CHANGED and comp.cost.outcome == WORSE:
+        comp.note = (f"MPI's own cost {math.expm1(comp.cost.change):+.0%} too, within what the "
+                     f"floor's move ({math.expm1(comp.floor.change):+.0%}) can explain")
     if comp.verdict == CANNOT_TELL:
         need = comp.cost.needed
         unit = comp.cost.level

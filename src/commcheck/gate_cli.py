@@ -148,6 +148,7 @@ def _explain(comparisons, settings: gate.Settings) -> None:
     if machine:
         console.print(f'[bold yellow]MACHINE CHANGED[/bold yellow]: the hardware floor moved '
                       f'for {len(machine)} variable(s) while MPI\'s own cost did not get worse '
+                      f'by more than that move '
                       f'(' + ', '.join(f'{c.key[2]} {c.variable}' for c in machine[:6])
                       + '): the node is different today, not the software.')
     effect = (f'{settings.min_effect:.0%} (given)' if settings.min_effect is not None else

@@ -12,7 +12,17 @@ import numpy as np
 import pytest
 import yaml
 
-from commcheck import baseline, bench_gate, experiments, gate, gate_cli, history, references, trend
+from commcheck import (
+    baseline,
+    bench_gate,
+    cli,
+    experiments,
+    gate,
+    gate_cli,
+    history,
+    references,
+    trend,
+)
 from commcheck.history import Sample, Session, group
 
 KEY = ('sys', 'part', 'gnu-mpich4', 'PingPong %lang=c', 'latency_8B')
@@ -100,8 +110,18 @@ def test_a_slower_mpi_on_the_same_machine_is_mpi_regressed(seed):
 
 
 def test_both_slower_is_both():
-    comp = floored(launches(8, 1), launches(8, 2, machine=2.0, mpi=1.5))
-    assert comp.verdict == gate.BOTH
+    comp = floored(launches(8, 1), launches(8, 2, machine=1.3, mpi=2.5))
+    assert comp.verdict == gate.BOTH, gate.describe(comp)
+
+
+@pytest.mark.parametrize('machine', [0.5, 2.0])
+def test_a_cost_change_the_floors_move_can_explain_is_the_machine(machine):
+    """MPI's cost is not proportional to the floor: once the floor moved by a factor f, a
+    cost change within f is not the software's (it reads machine changed, and says so)."""
+    comp = floored(launches(8, 1), launches(8, 2, machine=machine, mpi=1.4))
+    assert comp.cost.outcome == gate.WORSE and comp.floor.outcome != gate.SAME
+    assert comp.verdict == gate.MACHINE_CHANGED, gate.describe(comp)
+    assert "MPI's own cost +" in comp.note and "floor's move" in comp.note
 
 
 def test_noise_alone_never_reads_regressed():
@@ -190,13 +210,15 @@ def test_exit_codes(verdicts, fail_on_machine, code):
 
 
 def test_verdict_rule_table():
-    def out(kind):
-        return gate.Outcome(kind, 0.0, 0.0, 0.0, 0.1, 'launches')
-    W, B, S, U = (out(k) for k in (gate.WORSE, gate.BETTER, gate.SAME, gate.UNKNOWN))
+    def out(kind, change=0.0):      # a change with a +/- 0.05 interval (log, worse up)
+        return gate.Outcome(kind, change, change - 0.05, change + 0.05, 0.1, 'launches')
+    W, B, S, U = out(gate.WORSE, 0.3), out(gate.BETTER, -0.2), out(gate.SAME), out(gate.UNKNOWN)
+    FW, FB = out(gate.WORSE, 0.1), out(gate.BETTER, -0.1)         # the floor moved by 0.1
     assert gate.verdict(W, S) == gate.MPI_REGRESSED and gate.verdict(W, U) == gate.MPI_REGRESSED
-    assert gate.verdict(W, W) == gate.BOTH
-    assert gate.verdict(S, W) == gate.MACHINE_CHANGED == gate.verdict(S, B)
-    assert gate.verdict(U, W) == gate.CANNOT_TELL
+    assert gate.verdict(W, FW) == gate.BOTH and gate.verdict(W, FB) == gate.MPI_REGRESSED
+    assert gate.verdict(W, out(gate.WORSE, 0.5)) == gate.MACHINE_CHANGED   # 0.25 within 0.5
+    assert gate.verdict(S, FW) == gate.MACHINE_CHANGED == gate.verdict(S, FB)
+    assert gate.verdict(U, FW) == gate.CANNOT_TELL
     assert gate.verdict(S, S) == gate.UNCHANGED == gate.verdict(S, U)
     assert gate.verdict(B, S) == gate.IMPROVED
     assert gate.verdict(W, None) == gate.REGRESSED and gate.verdict(U, None) == gate.CANNOT_TELL
@@ -390,6 +412,21 @@ def test_bench_rules_on_synthetic_sessions():
     assert not any(v in gate.SOFTWARE_REGRESSED for k, v in verdicts.items()
                    if k.startswith('mpich'))
     assert len(ev['power'][0.2]) == 1
+
+
+def test_bench_rejudges_recorded_launches_and_refuses_a_record_it_cannot_read(tmp_path, capsys):
+    sessions = [bench_session(i, seed=i, machine=m) for i, m in enumerate((1, 1.1, 0.9, 1.3))]
+    sessions.append(bench_session(4, bench_gate.DEGRADED, seed=5, mpi={'openmpi': 2.0}))
+    record = tmp_path / 'gate.json'
+    record.write_text(json.dumps({'binding': 'core', 'sessions': sessions}))
+    assert cli.main(['bench', 'gate', '--rejudge', str(record)]) == 0
+    out = capsys.readouterr().out
+    assert 'degraded MPI sessions' in out and 're-judging' in out
+    assert not list(tmp_path.glob('*.json'))[1:]          # nothing written beside the record
+    sessions[2]['launches']['mpich'][0]['latency_8B'] = -1.0
+    record.write_text(json.dumps({'binding': 'core', 'sessions': sessions}))
+    assert cli.main(['bench', 'gate', '--rejudge', str(record)]) == 2
+    assert 'not a `commcheck bench gate --json` record' in capsys.readouterr().err
 
 
 def test_repeated_launches_are_interleaved_in_time():

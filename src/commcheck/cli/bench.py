@@ -39,6 +39,9 @@ def add_parsers(sub) -> None:
                        help='seconds between sessions (gate)')
     bench.add_argument('--json', type=options.output_file,
                        help='where the launches go (gate; default reports/bench/gate-<time>.json)')
+    bench.add_argument('--rejudge', type=options.existing_file, metavar='FILE',
+                       help='judge the launches a previous run recorded (its --json) under '
+                            'the current rules, launching nothing (gate)')
     bench.add_argument('--stack', type=options.name,
                        help='one stack (default: the Debian MPICH and Open MPI)')
     bench.add_argument('--sessions', type=options.whole_list(1, 100000), metavar='N,N,...',
