@@ -330,32 +330,34 @@ def record_sessions(args, stacks, binding: str) -> list[dict]:
     return sessions
 
 
-def recorded(path: Path) -> tuple[list[dict], str, list[str], float]:
-    """(sessions, binding, stack ids, minutes) of a ``bench gate --json`` file, checked."""
+def recorded(path: Path) -> tuple[list[dict], str, list[str], float, float]:
+    """(sessions, binding, stack ids, minutes, gap seconds) of a ``bench gate --json`` file,
+    checked: one line naming the file when it is not one."""
     try:
         data = json.loads(Path(path).read_text(encoding='utf-8'))
-        sessions, binding = data['sessions'], str(data['binding'])
+        sessions, binding = list(data['sessions']), str(data['binding'])
+        if not sessions:
+            raise ValueError('no sessions recorded')
         for s in sessions:
-            kind, _ = s['kind'], int(s['index'])
+            kind, _, _ = s['kind'], int(s['index']), float(s['started']) + float(s['ended'])
             if kind not in (CLEAN, SLOWED, DEGRADED) or not isinstance(s['launches'], dict):
                 raise ValueError(f'session {s["index"]}: kind {kind!r} or launches unreadable')
             for pool in s['launches'].values():
-                if not all(isinstance(v, (int, float)) and v > 0 for launch in pool
-                           for v in launch.values()):
-                    raise ValueError(f'session {s["index"]}: a value that is not positive')
-    except (OSError, ValueError, KeyError, TypeError) as err:
+                if not pool or not all(isinstance(v, (int, float)) and v > 0 for launch in pool
+                                       for v in launch.values()):
+                    raise ValueError(f'session {s["index"]}: no launches, or a value that is '
+                                     f'not positive')
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise UserError(f'{path}: not a `commcheck bench gate --json` record ({err})') from None
-    if not sessions:
-        raise UserError(f'{path}: no sessions recorded')
     stack_ids = sorted({k for s in sessions for k in s['launches']})
-    return sessions, binding, stack_ids, (sessions[-1]['ended'] - sessions[0]['started']) / 60
+    gap = sessions[1]['started'] - sessions[0]['ended'] if len(sessions) > 1 else 0.0
+    return sessions, binding, stack_ids, (sessions[-1]['ended'] - sessions[0]['started']) / 60, gap
 
 
 def main(args) -> int:
     if args.rejudge:
-        sessions, binding, stack_ids, minutes = recorded(args.rejudge)
+        sessions, binding, stack_ids, minutes, args.gap = recorded(args.rejudge)
         args.launches = min(len(pool) for s in sessions for pool in s['launches'].values())
-        args.gap = sessions[1]['started'] - sessions[0]['ended'] if len(sessions) > 1 else 0
         console.print(f're-judging {args.rejudge}: recorded '
                       f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}')
         return report(args, sessions, binding, stack_ids, minutes, write=False)

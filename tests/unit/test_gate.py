@@ -423,10 +423,15 @@ def test_bench_rejudges_recorded_launches_and_refuses_a_record_it_cannot_read(tm
     out = capsys.readouterr().out
     assert 'degraded MPI sessions' in out and 're-judging' in out
     assert not list(tmp_path.glob('*.json'))[1:]          # nothing written beside the record
-    sessions[2]['launches']['mpich'][0]['latency_8B'] = -1.0
-    record.write_text(json.dumps({'binding': 'core', 'sessions': sessions}))
-    assert cli.main(['bench', 'gate', '--rejudge', str(record)]) == 2
-    assert 'not a `commcheck bench gate --json` record' in capsys.readouterr().err
+    broken = [dict(s, launches={'mpich': [{'latency_8B': -1.0}]}) for s in sessions]
+    for bad in ({'binding': 'core', 'sessions': broken}, {'binding': 'core', 'sessions': []},
+                {'binding': 'core', 'sessions': [{'index': 0, 'kind': 'clean'}]},
+                {'binding': 'core', 'sessions': [dict(sessions[0], launches={'m': {'a': 1}})]},
+                ['not', 'a', 'record'], 'text'):
+        record.write_text(json.dumps(bad) if bad != 'text' else '{"sessions": [')
+        assert cli.main(['bench', 'gate', '--rejudge', str(record)]) == 2, bad
+        err = capsys.readouterr().err
+        assert 'not a `commcheck bench gate --json` record' in err and len(err.splitlines()) == 1
 
 
 def test_repeated_launches_are_interleaved_in_time():
