@@ -131,6 +131,16 @@ def job_records(tc) -> dict[str, list[dict]]:
     return records.parse(Path(out[0]).read_text(errors='replace'))
 
 
+def job_tail(tc, chars: int = 3000) -> str:
+    """The end of a test case's job output and error, for an assertion's message."""
+    found = []
+    for d in (tc['stagedir'], tc['outputdir']):
+        for path in sorted(glob.glob(os.path.join(d or '', 'rfm_job.e*')) +
+                           glob.glob(os.path.join(d or '', '*.err'))):
+            found.append(f'--- {path}\n' + Path(path).read_text(errors='replace')[-chars:])
+    return '\n'.join(found) or 'no job output kept'
+
+
 def print_grid(title, tc):
     out = job_records(tc)
     found = fabric.pairs_from_records(out['DATA'], 'best')
@@ -151,7 +161,8 @@ def print_grid(title, tc):
 def test_clean_sweep_names_no_node(clean):
     done = clean['done']
     for env, tc in sweeps(clean['cases']).items():
-        assert tc['result'] == 'pass', (env, tc.get('fail_reason'), done.stdout[-4000:])
+        assert tc['result'] == 'pass', (env, tc.get('fail_reason'), done.stdout[-4000:],
+                                        job_tail(tc))
         figures = values(tc)
         assert figures['named'] == 0, (env, tc.get('fail_reason'))
         for node in NODES:
@@ -184,7 +195,7 @@ def test_degraded_node_is_named_and_no_other(degraded):
     for env, tc in sweeps(degraded['cases']).items():
         reason = tc.get('fail_reason') or ''
         assert tc['result'] == 'fail' and 'fabric outliers' in reason, (env, tc['result'],
-                                                                         reason)
+                                                                         reason, job_tail(tc))
         named = re.findall(r'(node|link) (\S+?):', reason.split('; rerun')[0])
         assert named and {n for _, n in named} == {DEGRADED}, (env, reason)
         assert any(kind == 'node' for kind, _ in named)
@@ -201,7 +212,7 @@ def test_the_rerun_command_is_what_ran(degraded):
     degraded session ran exactly its options, and its job ran on exactly those nodes."""
     for tc in sweeps(degraded['cases']).values():
         command = (tc.get('fail_reason') or '').split('rerun just those nodes: ')[-1]
-        assert command.startswith('commcheck run -- '), command
+        assert command.startswith('commcheck run -- '), (command, job_tail(tc))
         assert command.split('commcheck run -- ')[1].split() == degraded['rerun'], command
         script = (Path(tc['stagedir']) / 'rfm_job.sh').read_text()    # failed: kept staged
         assert f'#SBATCH --nodelist={",".join(NODES)}' in script, script

@@ -36,3 +36,22 @@ def test_split_runs_separates_kernel_runs():
     runs = records.split_runs(OUTPUT + OUTPUT.replace('pingpong', 'dtype'))
     assert [r['META'][0]['kernel'] for r in runs] == ['pingpong', 'dtype']
     assert all(len(r['DATA']) == 2 and r['PASS'] for r in runs)
+
+
+def test_a_kernel_that_did_not_start_fails_with_its_stderr(tmp_path):
+    """No META record: the failure carries the job's last stderr lines (the launcher's or
+    MPI's own reason), on one line."""
+    import types
+
+    from commcheck.rfm import perf
+    (tmp_path / 'out').write_text('')
+    (tmp_path / 'err').write_text('srun: warning\n\n[n3:123] *** Process received signal ***\n'
+                                  'srun: error: cc-n3: task 2: Segmentation fault\n')
+    check = types.SimpleNamespace(stagedir=str(tmp_path), stdout='out', stderr='err',
+                                  findings=[])
+    with pytest.raises(Exception, match=r'no META record: the kernel did not start properly; '
+                                        r'its stderr ends: srun: warning \| \[n3:123\] .* \| '
+                                        r'srun: error: cc-n3: task 2: Segmentation fault'):
+        perf.kernel_passed(check).evaluate()
+    (tmp_path / 'err').unlink()
+    assert perf.stderr_tail(check).startswith('(unreadable: ')

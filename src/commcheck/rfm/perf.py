@@ -17,8 +17,24 @@ def _stdout_records(check) -> dict[str, list[dict]]:
 @sn.deferrable
 def kernel_passed(check, sizes: str | None = None) -> bool:
     """The kernel validated everything it received (PASS) and printed a DATA record for every
-    size it was asked for (``sizes``: the ``--sizes`` text it was given)."""
-    return run_passed(_stdout_records(check), sizes, findings=getattr(check, 'findings', ()))
+    size it was asked for (``sizes``: the ``--sizes`` text it was given). A kernel that did not
+    start is failed with the last lines of its job's stderr (the launcher's or MPI's reason)."""
+    out = _stdout_records(check)
+    findings = list(getattr(check, 'findings', ()))
+    if not out['META']:
+        findings.append(f'its stderr ends: {stderr_tail(check)}')
+    return run_passed(out, sizes, findings=findings)
+
+
+def stderr_tail(check, lines: int = 3, chars: int = 400) -> str:
+    """The last ``lines`` non-blank lines of the job's stderr, on one line, at most ``chars``."""
+    try:
+        with open(os.path.join(check.stagedir, str(check.stderr)), errors='replace') as f:
+            kept = [line.strip() for line in f if line.strip()][-lines:]
+    except OSError as err:
+        return f'(unreadable: {err.strerror})'
+    text = ' | '.join(kept) or '(empty)'
+    return text if len(text) <= chars else '...' + text[-chars:]
 
 
 def run_passed(out: dict, sizes: str | None = None, what: str = 'the kernel',
