@@ -22,7 +22,7 @@ from reframe.core.builtins import (
     variable,
 )
 
-from commcheck import osu, records
+from commcheck.analysis import kernel_records, osu_output
 from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
@@ -76,7 +76,7 @@ class Collectives(PartitionWide):
     def validated(self):
         """PASS, and a DATA record for every op and size (barrier: one)."""
         kernel_passed(self).evaluate()
-        sizes = records.parse_sizes(self.sizes)
+        sizes = kernel_records.parse_sizes(self.sizes)
         want = [(op, s) for op in COLLECTIVE_OPS for s in (sizes if op != 'barrier' else [0])]
         got = [(r.get('op'), r.get('size')) for r in data_records(self)]
         return sn.assert_eq(got, want, msg='the kernel printed {0}, asked for {1}')
@@ -116,8 +116,8 @@ class OsuCollectives(PartitionWide, OsuProgram):
         with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
             text = fp.read()
         if self.benchmark == 'osu_barrier':
-            return {0: osu.parse_single(text)}
-        return osu.parse_table(text)
+            return {0: osu_output.parse_single(text)}
+        return osu_output.parse_table(text)
 
     @sanity_function
     def table_complete(self):
@@ -125,7 +125,7 @@ class OsuCollectives(PartitionWide, OsuProgram):
         if self.benchmark == 'osu_barrier':
             return sn.assert_true(self._table())
         with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
-            problems = osu.problems(fp.read(), records.parse_sizes(self.sizes))
+            problems = osu_output.problems(fp.read(), kernel_records.parse_sizes(self.sizes))
         return sn.assert_false(problems, msg='; '.join(problems))
 
     @run_before('performance')

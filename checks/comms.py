@@ -12,7 +12,8 @@ Seed sweep: ``-S ParkbenchComms.iters=2000`` (sizes 1 B to 1 MiB are the default
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from commcheck import experiments, hockney
+from commcheck import experiments
+from commcheck.analysis import hockney
 from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import computed_variables, data_records, floor_variables, kernel_passed
 

@@ -16,7 +16,8 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from commcheck import experiments, hockney, osu, records
+from commcheck import experiments
+from commcheck.analysis import hockney, kernel_records, osu_output
 from commcheck.rfm.build import osu_program
 from commcheck.rfm.p2p import TwoRankSweep
 from commcheck.rfm.perf import computed_variables, run_passed
@@ -79,11 +80,11 @@ class DerivedDatatypes(TwoRankSweep):
     def _osu_oneway_us(self) -> float:
         with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
             text = fp.read().split('# OSU cross-check', 1)[1]
-        return next(iter(osu.parse_table(text).values()))
+        return next(iter(osu_output.parse_table(text).values()))
 
     def _runs(self):
         with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
-            return records.split_runs(fp.read())
+            return kernel_records.split_runs(fp.read())
 
     @sanity_function
     def validated(self):
@@ -108,7 +109,7 @@ class DerivedDatatypes(TwoRankSweep):
                   'r_inf_contig': (contig.r_inf_MBps, 'MB/s'), 't0_contig': (contig.t0_us, 'us'),
                   'slowdown': (contig.r_inf_MBps / mode.r_inf_MBps, 'x')}
         if self.osu_path:
-            ours = records.select(self._runs()[1]['DATA'], size=self.osu_compare_bytes)
+            ours = kernel_records.select(self._runs()[1]['DATA'], size=self.osu_compare_bytes)
             theirs = self._osu_oneway_us()
             values.update({'osu_oneway': (theirs, 'us'),
                            'osu_diff': ((ours['oneway_us'] - theirs) / theirs, '')})

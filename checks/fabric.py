@@ -2,10 +2,10 @@
 
 One job, one rank per node, rounds of disjoint pairs (``src/kernels/fabric/pairsweep.c``): per
 pair the one-way latency of small messages and the streaming bandwidth of large ones in each
-direction. The sweep is judged within itself (``commcheck.fabric``: per node the median over its
-pairs, across nodes the median and MAD; a robust z-score and a minimum relative effect), so it
-needs no baseline. A named node or link fails the check after every figure is recorded, with
-the figures in the failure reason and the command that reruns just those nodes.
+direction. The sweep is judged within itself (``commcheck.analysis.fabric``: per node the median
+over its pairs, across nodes the median and MAD; a robust z-score and a minimum relative
+effect), so it needs no baseline. A named node or link fails the check after every figure is
+recorded, with the figures in the failure reason and the command that reruns just those nodes.
 
 Perf variables: ``node_latency_<host>`` (us), ``node_bw_<host>`` (MB/s), the population's
 ``latency_median`` and ``bw_median`` (key variables), and ``named`` (how many were named).
@@ -18,7 +18,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import PerformanceError
 
-from commcheck import fabric
+from commcheck.analysis import fabric
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import computed_variables, data_records, kernel_passed
@@ -58,7 +58,7 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     #: that share CPUs: contention only slows a batch, a slow link every one).
     #: :type: str :default: 'median'
     statistic = variable(str, value='median')
-    #: Outlier thresholds: robust z-score and minimum relative effect (commcheck.fabric).
+    #: Outlier thresholds: robust z-score and minimum relative effect (commcheck.analysis.fabric).
     #: :type: float :default: 5.0, 0.5
     z = variable(float, value=fabric.Settings.z)
     min_effect = variable(float, value=fabric.Settings.min_effect)

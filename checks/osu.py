@@ -11,7 +11,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_before, sanity_function
 
-from commcheck import osu, records
+from commcheck.analysis import kernel_records, osu_output
 from commcheck.experiments import BY_CHECK
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
@@ -40,7 +40,7 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
     def table_complete(self):
         """A validated result (OSU's own ``-c`` check passed) for every size asked for."""
         with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
-            problems = osu.problems(fp.read(), records.parse_sizes(SIZES))
+            problems = osu_output.problems(fp.read(), kernel_records.parse_sizes(SIZES))
         return sn.assert_false(problems, msg='; '.join(problems))
 
     @run_before('performance')
@@ -49,7 +49,7 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
             return
         name, unit = BENCHMARKS[self.benchmark]
         with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
-            table = osu.parse_table(fp.read())
+            table = osu_output.parse_table(fp.read())
         self.perf_variables = {
             f'{name}_{size}B': sn.make_performance_function(sn.defer(value), unit)
             for size, value in table.items()}

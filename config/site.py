@@ -7,8 +7,8 @@ machine, discovered). The file is validated; an error names the file, line and k
 
 import sys
 
-from commcheck.rfmconfig import reframe_configuration, site_from_environment
 from commcheck.site import SiteError
+from commcheck.site.rfmconfig import reframe_configuration, site_from_environment
 
 try:
     site_configuration = reframe_configuration(site_from_environment())

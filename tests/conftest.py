@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import discover, kbuild, paths
-from commcheck.site import SiteError
+from commcheck import paths
+from commcheck.site import SiteError, discover, kbuild
 
 REPO = paths.REPO_ROOT
 BIN = Path(sys.executable).parent

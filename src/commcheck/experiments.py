@@ -146,7 +146,7 @@ EXPERIMENTS += (
         check='FabricSweep', title='Fabric acceptance: every node pair', kernels=('pairsweep',),
         seeds=(), section='fabric',
         # Per node (node_latency_<host>, node_bw_<host>) and the population's medians; a node
-        # or link named as an outlier fails the check (commcheck.fabric).
+        # or link named as an outlier fails the check (commcheck.analysis.fabric).
         key_variables=(('latency_median', LOWER_IS_BETTER), ('bw_median', HIGHER_IS_BETTER)),
         seed_mode=('lat_iters=1000', 'bw_iters=50'),
         quick_mode=('lat_iters=100', 'bw_iters=10')),

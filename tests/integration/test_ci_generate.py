@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from commcheck import experiments, paths, sitefile
-from commcheck.rfmconfig import features
+from commcheck import experiments, paths
+from commcheck.site import sitefile
+from commcheck.site.rfmconfig import features
 from tests.conftest import BIN, SITE, STACKS, needs_stacks
 
 pytestmark = [needs_stacks(), pytest.mark.integration]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import paths, sitefile
-from commcheck.site import SiteError
+from commcheck import paths
+from commcheck.site import SiteError, sitefile
 from tests.integration.test_slurm import (
     all_cases,
     reframe_env,

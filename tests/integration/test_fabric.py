@@ -35,7 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import fabric, history, records
+from commcheck.analysis import fabric, kernel_records
+from commcheck.results import store
 from tests.conftest import BIN
 from tests.integration.test_slurm import (
     all_cases,
@@ -128,7 +129,7 @@ def job_records(tc) -> dict[str, list[dict]]:
     out = glob.glob(os.path.join(tc['outputdir'], '*.out')) or \
         glob.glob(os.path.join(tc['stagedir'], '*.out'))
     assert out, f'no job output kept in {tc["outputdir"]} or {tc["stagedir"]}'
-    return records.parse(Path(out[0]).read_text(errors='replace'))
+    return kernel_records.parse(Path(out[0]).read_text(errors='replace'))
 
 
 def job_tail(tc, chars: int = 3000) -> str:
@@ -169,7 +170,7 @@ def test_clean_sweep_names_no_node(clean):
             name = fabric.safe_name(node)
             assert figures[f'node_latency_{name}'] > 0 and figures[f'node_bw_{name}'] > 0
         assert (tc['num_tasks'], tc['num_tasks_per_node']) == (4, 1)
-        assert set(history.job_nodes(tc)) in (set(NODES), set())
+        assert set(store.job_nodes(tc)) in (set(NODES), set())
         print_grid('clean', tc)
 
 
@@ -216,7 +217,7 @@ def test_the_rerun_command_is_what_ran(degraded):
         assert command.split('commcheck run -- ')[1].split() == degraded['rerun'], command
         script = (Path(tc['stagedir']) / 'rfm_job.sh').read_text()    # failed: kept staged
         assert f'#SBATCH --nodelist={",".join(NODES)}' in script, script
-        assert set(history.job_nodes(tc)) in (set(NODES), set())
+        assert set(store.job_nodes(tc)) in (set(NODES), set())
 
 
 def test_report_names_the_node_first(degraded):

@@ -184,5 +184,5 @@ def test_environments_compared_within_a_session(site_env):
 
 
 def _first_session(env) -> str:
-    from commcheck import history
-    return history.read_db(Path(env['COMMCHECK_REPORTS']) / 'results.db')[0].uuid
+    from commcheck.results import store
+    return store.read_db(Path(env['COMMCHECK_REPORTS']) / 'results.db')[0].uuid

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import history
+from commcheck.analysis.gate import Settings
 from commcheck.cli import runstate
-from commcheck.gate import Settings
+from commcheck.results import store
 from tests.conftest import STACKS, commcheck_cmd, needs_stacks
 
 pytestmark = [needs_stacks(), pytest.mark.integration]
@@ -67,7 +67,7 @@ def test_damaged_perflogs_are_set_aside_and_the_session_runs(env):
     kept = {p.name.split('.damaged-')[0]: p.read_bytes() for p in logs.glob('*.damaged-*')}
     assert kept == {'PingPong.log': damaged, 'KernelsBuild.log': truncated}
     assert binary.read_bytes().decode('utf-8').endswith('\n')     # a clean file, appended to
-    samples = history.read_perflogs(logs, warn=lambda m: None)
+    samples = store.read_perflogs(logs, warn=lambda m: None)
     assert len({s.time for s in samples if s.variable == 'latency_8B'}) == 2   # both sessions
 
 
@@ -81,7 +81,7 @@ def test_a_garbage_results_database_is_set_aside_and_a_new_one_made(env):
     assert 'results.db: not a readable SQLite database' in done.stderr or 'damaged' in done.stderr
     aside = list(db.parent.glob('results.db.damaged-*'))
     assert len(aside) == 1 and aside[0].read_bytes() == garbage
-    assert len(history.read_db(db)) == 1
+    assert len(store.read_db(db)) == 1
 
 
 @pytest.mark.parametrize('text,words', [
@@ -96,7 +96,7 @@ def test_a_bad_reference_file_fails_loudly_after_measuring(env, text, words):
     done = run(env)
     assert done.returncode != 0
     assert 'Traceback' not in done.stdout + done.stderr
-    sess = history.read_run_report(max((reports(env) / 'runs').glob('*.json'),
+    sess = store.read_run_report(max((reports(env) / 'runs').glob('*.json'),
                                        key=lambda p: p.stat().st_mtime))
     cases = [c for c in sess.cases if not c['fixture']]
     assert cases and all(c['result'] == 'fail' for c in cases)
@@ -167,7 +167,7 @@ def test_compare_without_enough_launches_cannot_decide(env):
     none = subprocess.run([commcheck_cmd(), 'compare'], env=env, capture_output=True, text=True)
     assert none.returncode == 2 and 'no baseline' in one_error_line(none.stderr)
     same = subprocess.run([commcheck_cmd(), 'compare', '--baseline-session',
-                           history.read_db(reports(env) / 'results.db')[0].uuid], env=env,
+                           store.read_db(reports(env) / 'results.db')[0].uuid], env=env,
                           capture_output=True, text=True)
     assert same.returncode == 3, same.stdout[-2000:]          # 1 launch each: undecided
     record = json.loads(max((reports(env) / 'gate').glob('*.json'),
@@ -227,7 +227,7 @@ def test_sigint_to_commcheck_alone_stores_the_partial_session(env, sig):
     proc.send_signal(sig)                               # to commcheck alone, not its group
     rest, _ = proc.communicate(timeout=300)
     assert proc.returncode == 128 + sig, seen + rest
-    sessions = history.read_db(reports(env) / 'results.db')
+    sessions = store.read_db(reports(env) / 'results.db')
     assert len(sessions) == 1, seen + rest
     built = [c for c in sessions[0].cases if c['fixture']]
     assert built and built[0]['result'] == 'pass'       # what finished before the signal
@@ -275,7 +275,7 @@ def test_a_second_run_at_once_refuses_naming_the_first(env):
     assert pre.returncode == 2 and f'pid {proc.pid}' in one_error_line(pre.stderr)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=300)
-    assert len(history.read_db(reports(env) / 'results.db')) == 1   # the first one's, stored
+    assert len(store.read_db(reports(env) / 'results.db')) == 1   # the first one's, stored
 
 
 @pytest.mark.parametrize('content', [b'', 'no tables'])
@@ -296,7 +296,7 @@ def test_an_empty_results_database_is_set_aside_and_the_session_stored(env, cont
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
     assert 'results.db: empty' in done.stderr or 'results.db: holds no tables' in done.stderr
     assert 'failed to store' not in done.stdout
-    assert len(history.read_db(db)) == 1
+    assert len(store.read_db(db)) == 1
 
 
 def test_a_session_reframe_cannot_store_is_an_error_naming_the_database(env):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import experiments, history, paths
+from commcheck import experiments, paths
+from commcheck.results import store
 from tests.conftest import ALL_STACKS, BIN, STACKS, commcheck_cmd, needs_stacks
 
 pytestmark = [needs_stacks(), pytest.mark.integration]
@@ -93,7 +94,7 @@ def test_languages_an_environment_lacks_are_not_selected(main_job):
 def test_every_size_reaches_the_perflog(main_job):
     env, _ = main_job
     perflog = Path(env['COMMCHECK_REPORTS']) / 'perflogs' / 'local' / 'default' / 'PingPong.log'
-    samples = history.read_perflog(perflog, warn=pytest.fail)
+    samples = store.read_perflog(perflog, warn=pytest.fail)
     for stack in STACKS:
         names = {s.variable for s in samples if s.environ == stack.name and
                  s.test == 'PingPong %lang=c'}
@@ -108,7 +109,7 @@ def test_checks_without_reference_say_so(main_job):
 
 
 def test_osu_without_spack_is_not_selected_and_said(main_job):
-    from commcheck.rfmconfig import features
+    from commcheck.site.rfmconfig import features
     if any('osu' in features(stack) for stack in STACKS):
         pytest.skip('Spack or an OSU install is present: OSU runs instead')
     env, done = main_job
@@ -160,7 +161,7 @@ def test_a_regression_fails_the_run_and_keeps_the_data(isolated_env, tmp_path):
     assert all(tc['perfvalues'] for tc in failed)
     perflog = (Path(isolated_env['COMMCHECK_REPORTS']) / 'perflogs' / 'local' / 'default' /
                'PingPong.log')
-    logged = [s for s in history.read_perflog(perflog, warn=pytest.fail)
+    logged = [s for s in store.read_perflog(perflog, warn=pytest.fail)
               if s.variable == 'latency_8B']
     assert len(logged) == len(failed) and all(s.result == 'fail' for s in logged)
 
@@ -188,7 +189,7 @@ def test_listing_covers_every_environment(isolated_env):
     assert done.returncode == 0, done.stderr
     for stack in STACKS:
         assert f'+{stack.name}' in done.stdout
-    from commcheck.rfmconfig import features
+    from commcheck.site.rfmconfig import features
     osu = any('osu' in features(stack) for stack in STACKS)
     for check in ('PingPong', 'ParkbenchComms', 'DerivedDatatypes', 'Stencil',
                   'FortranPointers') + (('OsuPt2Pt',) if osu else ()):

@@ -30,8 +30,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from commcheck import discover, history, paths, sitefile
-from commcheck.site import SiteError
+from commcheck import paths
+from commcheck.results import store
+from commcheck.site import SiteError, discover, sitefile
 from tests.conftest import BIN, IN_CI
 
 pytestmark = [pytest.mark.integration]
@@ -279,8 +280,8 @@ def test_jobs_went_through_the_queue(cluster, session):
             assert len(job['nodes']) == want, f'{where}: ran on {job["nodes"]}'
         else:
             assert len(job['nodes']) == 1, f'{where}: ran on {job["nodes"]}'
-        if history.job_nodes(tc):
-            assert set(history.job_nodes(tc)) == job['nodes'], where
+        if store.job_nodes(tc):
+            assert set(store.job_nodes(tc)) == job['nodes'], where
         assert tc['placement'] == part.placement == tc['provenance']['placement'], where
         assert tc['provenance']['launcher'] == 'srun', where
         script = (Path(tc['outputdir']) / 'rfm_job.sh').read_text()

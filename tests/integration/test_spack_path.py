@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import paths, spack_env
+from commcheck import paths
+from commcheck.site import spack_env
 from tests.conftest import BIN, STACKS, needs_stacks
 
 

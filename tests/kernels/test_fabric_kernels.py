@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from commcheck import records
+from commcheck.analysis import kernel_records
 from tests.conftest import REFERENCE_STACKS as STACKS
 from tests.conftest import mpirun, needs_stacks
 from tests.kernels.test_mutants import Workspace, run_program
@@ -24,7 +24,7 @@ IDS = [s.name for s in STACKS]
 
 def run(stack, builds, program, ranks, *args, timeout=120):
     done = mpirun(stack, ranks, builds[stack.name] / program, *args, timeout=timeout)
-    return done, (records.parse(done.stdout) if done.returncode == 0 else None)
+    return done, (kernel_records.parse(done.stdout) if done.returncode == 0 else None)
 
 
 @pytest.mark.parametrize('stack', STACKS, ids=IDS)

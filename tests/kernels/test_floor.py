@@ -9,7 +9,8 @@ never speed.
 
 import pytest
 
-from commcheck import experiments, records
+from commcheck import experiments
+from commcheck.analysis import kernel_records
 from tests.conftest import REFERENCE_STACKS as STACKS
 from tests.conftest import mpirun, needs_stacks
 
@@ -25,7 +26,7 @@ IDS = [f'{s.name}-{p}' for s, p in CASES]
 
 def floors(done) -> list[dict]:
     assert done.returncode == 0, done.stderr
-    out = records.parse(done.stdout)
+    out = kernel_records.parse(done.stdout)
     assert out['PASS'], done.stdout
     return out['FLOOR']
 

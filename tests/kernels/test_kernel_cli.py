@@ -5,7 +5,9 @@ import shutil
 
 import pytest
 
-from commcheck import kbuild, paths, records
+from commcheck import paths
+from commcheck.analysis import kernel_records
+from commcheck.site import kbuild
 from tests.conftest import REFERENCE_STACKS as STACKS
 from tests.conftest import mpirun, needs_stacks
 
@@ -77,7 +79,7 @@ def test_valid_run_passes_and_reports(kernel_builds, stack, kernel, program):
     ranks, args, ndata = PROGRAMS[kernel]
     done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args)
     assert done.returncode == 0, done.stderr
-    out = records.parse(done.stdout)
+    out = kernel_records.parse(done.stdout)
     meta = out['META'][0]
     assert meta['kernel'] == kernel and int(meta['ranks']) == ranks
     assert meta['lang'] == ('c' if program.endswith('-c') else 'fortran')
@@ -107,7 +109,7 @@ def test_batches_split_the_timed_iterations(kernel_builds, stack, kernel, progra
     for extra, batches in ((['--iters', '7'], 7), (['--iters', '9', '--batches', '4'], 4)):
         done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args, *extra)
         assert done.returncode == 0, done.stderr
-        out = records.parse(done.stdout)
+        out = kernel_records.parse(done.stdout)
         assert int(out['META'][0]['batches']) == batches and out['PASS']
         for r in out['DATA']:
             assert (r['batches'], r['iters']) == (batches, int(extra[1]))
@@ -130,11 +132,11 @@ def test_stencil_verifies_every_cell_or_says_it_did_not(kernel_builds, stack, pr
         args = ['--variant', variant, '--n', '48', '--steps', '5']
         done = mpirun(stack, ranks, binary, *args)
         assert done.returncode == 0, done.stderr
-        out = records.parse(done.stdout)
+        out = kernel_records.parse(done.stdout)
         assert out['RESULT'][0]['verified'] == 1 and out['PASS'] == [{'validated': 48 * 48}]
         unverified = mpirun(stack, ranks, binary, *args, '--verify', 'no')
         assert unverified.returncode == 0, unverified.stderr
-        out_no = records.parse(unverified.stdout)
+        out_no = kernel_records.parse(unverified.stdout)
         assert out_no['RESULT'][0]['verified'] == 0 and not out_no['PASS']
         assert out_no['META'][0]['verify'] == 'no'
         assert out_no['RESULT'][0]['checksum'] == out['RESULT'][0]['checksum']
@@ -146,7 +148,7 @@ def test_corrupted_data_is_caught(kernel_builds, stack, kernel, program):
     done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args, '--inject-error')
     assert done.returncode == 3, (done.returncode, done.stderr)
     assert 'ERROR: validation failed' in done.stderr
-    assert not records.parse(done.stdout)['PASS']
+    assert not kernel_records.parse(done.stdout)['PASS']
 
 
 @pytest.mark.parametrize('stack,kernel,program', CASES, ids=CASE_IDS)
@@ -176,7 +178,8 @@ def test_stencil_variants_agree_across_languages_and_stacks(kernel_builds):
                 done = mpirun(stack, ranks, kernel_builds[stack.name] / program, '--variant',
                               variant, '--n', '96', '--steps', '20', *extra)
                 assert done.returncode == 0, done.stderr
-                heats[(stack.name, program, variant)] = records.parse(done.stdout)['RESULT'][0]
+                heats[(stack.name, program, variant)] = \
+                    kernel_records.parse(done.stdout)['RESULT'][0]
     reference = next(iter(heats.values()))
     for key, result in heats.items():
         assert result['total_heat'] == pytest.approx(reference['total_heat'], rel=1e-12), key
@@ -197,7 +200,7 @@ def test_stream_aggregate_counts_the_last_rank(kernel_builds, stack, program):
     done = mpirun(stack, 2, kernel_builds[stack.name] / program, '--n', str(n), '--reps', '2',
                   '--skew-ms', '40')
     assert done.returncode == 0, done.stderr
-    out = records.parse(done.stdout)
+    out = kernel_records.parse(done.stdout)
     assert out['META'][0]['timing'] == 'enter-to-exit'
     result = out['RESULT'][0]
     assert result['copy_GBps'] <= 16.0 * n * 2 / skew_s / 1e9
@@ -224,7 +227,7 @@ def test_repetitions_follow_reps_and_target_time(kernel_builds, stack, kernel, p
                                     (['--reps', '2', '--target-seconds', '0.3'], 2, 0.3)):
         done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args, *extra)
         assert done.returncode == 0, done.stderr
-        out = records.parse(done.stdout)
+        out = kernel_records.parse(done.stdout)
         result = out['RESULT'][0]
         median, fastest, slowest = (result[k] for k in keys)
         reps = result['reps']
@@ -312,7 +315,7 @@ def test_stream_aggregate_counts_a_late_first_rank(kernel_builds, stack, program
     done = mpirun(stack, 2, kernel_builds[stack.name] / program, '--n', str(n), '--reps', '2',
                   '--lag-ms', '40')
     assert done.returncode == 0, done.stderr
-    result = records.parse(done.stdout)['RESULT'][0]
+    result = kernel_records.parse(done.stdout)['RESULT'][0]
     assert result['copy_GBps'] <= 16.0 * n * 2 / lag_s / 1e9
     assert result['triad_GBps'] <= 24.0 * n * 2 / lag_s / 1e9
 
@@ -337,7 +340,8 @@ def test_the_late_first_rank_test_catches_a_clock_read_after_the_barrier(tmp_pat
     done = mpirun(STREAM_CASES[0][0], 2, program, '--n', '100000', '--reps', '2',
                   '--lag-ms', '40')
     assert done.returncode == 0, done.stderr
-    assert records.parse(done.stdout)['RESULT'][0]['copy_GBps'] > 16.0 * 100000 * 2 / 0.040 / 1e9
+    copy = kernel_records.parse(done.stdout)['RESULT'][0]['copy_GBps']
+    assert copy > 16.0 * 100000 * 2 / 0.040 / 1e9
 
 
 @pytest.mark.skipif(not STREAM_CASES, reason='no stack')
@@ -347,4 +351,5 @@ def test_the_stream_bound_test_catches_a_per_rank_clock(tmp_path):
     program = _stream_mutant(tmp_path, PER_RANK_CLOCK)
     done = mpirun(STREAM_CASES[0][0], 2, program, '--n', '100000', '--reps', '2', '--skew-ms', '40')
     assert done.returncode == 0, done.stderr
-    assert records.parse(done.stdout)['RESULT'][0]['copy_GBps'] > 16.0 * 100000 * 2 / 0.040 / 1e9
+    copy = kernel_records.parse(done.stdout)['RESULT'][0]['copy_GBps']
+    assert copy > 16.0 * 100000 * 2 / 0.040 / 1e9

@@ -16,7 +16,9 @@ import sys
 
 import pytest
 
-from commcheck import mpi4py_build, mpj, paths, records
+from commcheck import paths
+from commcheck.analysis import kernel_records
+from commcheck.site import mpi4py_build, mpj
 from tests.conftest import REFERENCE_STACKS
 
 CI = os.environ.get('CI', '').strip().lower() == 'true'
@@ -97,7 +99,7 @@ def test_java_valid_run(java_kernels, program):
     args, ndata, validated = JAVA_VALID[program]
     done = mpj.run(home, 2, jar, program, *args)
     assert done.returncode == 0, done.stderr
-    out = records.parse(done.stdout)
+    out = kernel_records.parse(done.stdout)
     meta = out['META'][0]
     assert (meta['kernel'], meta['lang'], meta['ranks']) == (JAVA_KERNEL[program], 'java', 2)
     assert meta['mpi'].startswith('MPJ Express ') and meta['mpi'].endswith(' multicore')
@@ -119,7 +121,7 @@ def test_java_dtype_gaps_and_modes_agree_with_each_other(java_kernels):
         done = mpj.run(home, 2, jar, 'Dtype', '--send-mode', send, '--recv-mode', recv,
                        '--sizes', '64,512', '--iters', '4', '--warmup', '1', '--batches', '2')
         assert done.returncode == 0, done.stderr
-        counts[(send, recv)] = records.parse(done.stdout)['PASS'][0]['validated']
+        counts[(send, recv)] = kernel_records.parse(done.stdout)['PASS'][0]['validated']
     # byte, stride 64: contig checks 64+512 elements per rank; a strided buffer 64x as many.
     assert counts[('contig', 'contig')] == 2 * (64 + 512)
     assert counts[('loop', 'stride')] == (64 + 512) * 64 * 2
@@ -149,7 +151,7 @@ def test_java_bad_input_exits_2_with_one_error_line(java_kernels, program, args,
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert len(errors_of(done)) == 1, done.stderr
     assert mentions in errors_of(done)[0]
-    assert not records.parse(done.stdout)['PASS']
+    assert not kernel_records.parse(done.stdout)['PASS']
 
 
 @pytest.mark.parametrize('program', list(JAVA_VALID))
@@ -159,12 +161,12 @@ def test_java_inject_error_exits_3(java_kernels, program):
     done = mpj.run(home, 2, jar, program, *args, '--inject-error')
     assert done.returncode == 3, (done.returncode, done.stderr)
     assert len(errors_of(done)) == 1 and 'ERROR: validation failed' in done.stderr
-    assert not records.parse(done.stdout)['PASS']
+    assert not kernel_records.parse(done.stdout)['PASS']
     if program != 'Dtype':
         # The stale message of timed iteration 10 of 20: caught by its stamp in the timed
         # loop, before any DATA record, not by the whole-payload check after it.
         assert 'iteration 10' in errors_of(done)[0], done.stderr
-        assert not records.parse(done.stdout)['DATA']
+        assert not kernel_records.parse(done.stdout)['DATA']
 
 
 def test_java_help_exits_0(java_kernels):
@@ -216,7 +218,7 @@ def test_python_valid_run(mpi4py_dirs, stack, script, path):
     args, ndata, validated = PY_VALID[script]
     done = py_run(stack, mpi4py_dirs(stack), 2, script, *args, '--path', path)
     assert done.returncode == 0, done.stderr
-    out = records.parse(done.stdout)
+    out = kernel_records.parse(done.stdout)
     meta = out['META'][0]
     assert (meta['kernel'], meta['lang'], meta['ranks']) == (script[:-3], 'python', 2)
     assert meta['path'] == path and meta['batches'] == 10
@@ -256,7 +258,8 @@ def test_python_stale_message_is_caught_in_the_timed_loop(mpi4py_dirs, stack, sc
     assert len(errors_of(done)) == 1, done.stderr
     assert errors_of(done)[0].startswith('ERROR: validation failed on rank 1: ')
     assert 'iteration 10' in errors_of(done)[0]     # timed iteration 10 of 20, mid-loop
-    assert not records.parse(done.stdout)['DATA'] and not records.parse(done.stdout)['PASS']
+    out = kernel_records.parse(done.stdout)
+    assert not out['DATA'] and not out['PASS']
 
 
 @needs_py_stacks

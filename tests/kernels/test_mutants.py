@@ -30,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import kbuild, paths, records
+from commcheck import paths
+from commcheck.analysis import kernel_records
+from commcheck.site import kbuild
 from tests.conftest import REFERENCE_STACKS, needs_stacks
 
 MUTATION_STACKS = REFERENCE_STACKS
@@ -339,8 +341,8 @@ def run_program(stack, binary: Path, ranks: int, args: tuple[str, ...]) -> Outco
     errors = [line for line in done.stderr.splitlines() if line.startswith('ERROR:')]
     error = errors[0] if errors else done.stderr.strip()[-300:]
     try:
-        passed = bool(records.parse(done.stdout)['PASS'])
-    except records.RecordError:
+        passed = bool(kernel_records.parse(done.stdout)['PASS'])
+    except kernel_records.RecordError:
         passed = False
     return Outcome(binary.name, ranks, args, done.returncode, error, passed,
                    time.monotonic() - start)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import history
+from commcheck.results import store
 
 FIXTURES = Path(__file__).parent / 'fixtures'
 LABELS = ('h1', 'h2', 'h3', 'main')
@@ -49,12 +49,12 @@ def reports(raw_reports) -> dict[str, dict]:
     return copy.deepcopy(raw_reports)
 
 
-def session_of(report: dict, warn=history.warn_stderr) -> history.Session:
-    return history.session_from_report(report, 'fixture', warn)
+def session_of(report: dict, warn=store.warn_stderr) -> store.Session:
+    return store.session_from_report(report, 'fixture', warn)
 
 
 @pytest.fixture
-def sessions(reports) -> dict[str, history.Session]:
+def sessions(reports) -> dict[str, store.Session]:
     return {label: session_of(report) for label, report in reports.items()}
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import cli, history, paths
+from commcheck import cli, paths
 from commcheck.report import findings, load_gate, load_run_report, render, write_report
 from commcheck.report.build import new_directory
+from commcheck.results import store
 from tests.report.conftest import FIXTURES, all_cases, raw_report, session_of
 
 SCRIPT = '<script>alert(1)</script>'
@@ -450,7 +451,7 @@ def test_run_report_page_of_a_run(reports_dir, tmp_path, warnings):
     run.write_text('{"session_info": ')
     index = entry.report_of_run(run, reports_dir, reports_dir / 'results.db', warnings)
     assert index is not None and any('instead' in w for w in warnings)
-    assert history.read_db(reports_dir / 'results.db', lambda m: None)
+    assert store.read_db(reports_dir / 'results.db', lambda m: None)
 
 
 def _plot_alts(data: dict, section: str) -> list[str]:

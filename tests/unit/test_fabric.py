@@ -1,4 +1,5 @@
-"""commcheck.fabric: outliers of a node-pair sweep named from the population, no baseline."""
+"""commcheck.analysis.fabric: outliers of a node-pair sweep named from the population, no
+baseline."""
 
 import itertools
 import math
@@ -6,8 +7,8 @@ import random
 
 import pytest
 
-from commcheck import fabric
-from commcheck.fabric import FabricError, Pair, Settings
+from commcheck.analysis import fabric
+from commcheck.analysis.fabric import FabricError, Pair, Settings
 
 
 def sweep(nodes=6, seed=1, noise=0.1, slow_node=None, slow_link=None, factor=3.0,

@@ -6,10 +6,10 @@ import types
 
 import pytest
 
-from commcheck.history import Sample
 from commcheck.report import findings
 from commcheck.report.findings import Spread, combine, ratio, within
 from commcheck.report.model import Measurements
+from commcheck.results.store import Sample
 
 
 def sample(environ: str, test: str, variable: str, value: float) -> Sample:

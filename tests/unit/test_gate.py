@@ -12,18 +12,11 @@ import numpy as np
 import pytest
 import yaml
 
-from commcheck import (
-    baseline,
-    bench_gate,
-    cli,
-    experiments,
-    gate,
-    gate_cli,
-    history,
-    references,
-    trend,
-)
-from commcheck.history import Sample, Session, group
+from commcheck import cli, experiments
+from commcheck.analysis import baseline, gate, trend
+from commcheck.cli import bench_gate, gate_output
+from commcheck.results import references, store
+from commcheck.results.store import Sample, Session, group
 
 KEY = ('sys', 'part', 'gnu-mpich4', 'PingPong %lang=c', 'latency_8B')
 
@@ -206,7 +199,7 @@ def test_floor_variables_are_judged_with_their_variable_not_alone():
 def test_exit_codes(verdicts, fail_on_machine, code):
     comps = [gate.Comparison(key=KEY, unit='us', direction='lower', base=[], new=[], verdict=v)
              for v in verdicts]
-    assert gate_cli.exit_code(comps, fail_on_machine) == code
+    assert gate_output.exit_code(comps, fail_on_machine) == code
 
 
 def test_verdict_rule_table():
@@ -251,7 +244,7 @@ def test_nodes_count_as_a_change_only_where_hosts_differ_and_both_sides_know_the
     (['cc-n1', 'cc-n2'], ['cc-n1', 'cc-n2']), (['None'], []), ([None], []), ([], []),
     (None, [])])
 def test_job_nodes_drop_the_placeholder_of_a_job_that_ended_between_polls(reported, nodes):
-    assert history.job_nodes({'job_nodelist': reported}) == nodes
+    assert store.job_nodes({'job_nodelist': reported}) == nodes
 
 
 def test_old_rule_benjamini_hochberg_is_monotone_and_bounded():

@@ -2,9 +2,9 @@
 derived sample index (built, updated, noticed stale, set aside when damaged, consistent when a
 build is killed), the history generator and the change points it plants.
 
-The histories are made by :mod:`commcheck.history_gen` from a real session (the report tests'
-``session-main`` fixture, a ``make run`` of both Debian stacks) into a real SQLite database with
-ReFrame's schema."""
+The histories are made by :mod:`commcheck.results.history_gen` from a real session (the report
+tests' ``session-main`` fixture, a ``make run`` of both Debian stacks) into a real SQLite
+database with ReFrame's schema."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commcheck import cli, gate_cli, history, history_gen, preflight, sample_index, trend
+from commcheck import cli
+from commcheck.analysis import trend
+from commcheck.cli import gate_output
+from commcheck.results import history_gen, preflight, sample_index, store
 
 SOURCE = Path(__file__).parents[1] / 'report' / 'fixtures' / 'session-main.json.gz'
 
@@ -31,8 +34,8 @@ def make(tmp_path: Path, report: dict, n: int, **options) -> tuple[Path, history
     return db, history_gen.generate(report, n, db, **options)
 
 
-def by_key(sessions: list[history.Session]) -> dict[tuple, list[history.Sample]]:
-    out: dict[tuple, list[history.Sample]] = {}
+def by_key(sessions: list[store.Session]) -> dict[tuple, list[store.Sample]]:
+    out: dict[tuple, list[store.Sample]] = {}
     for sess in sessions:
         for s in sess.samples:
             out.setdefault(s.key, []).append(s)
@@ -40,12 +43,12 @@ def by_key(sessions: list[history.Session]) -> dict[tuple, list[history.Sample]]
 
 
 def assert_index_is_full_read(index: sample_index.SampleIndex, db: Path) -> None:
-    full = by_key(history.read_db(db, lambda m: None))
+    full = by_key(store.read_db(db, lambda m: None))
     keys = {key for key, _ in index.keys()}
     assert keys == set(full)
     for key in keys:
         assert index.samples(key) == full[key], key
-    assert [s.uuid for s in index.sessions()] == [s.uuid for s in history.read_db(db)]
+    assert [s.uuid for s in index.sessions()] == [s.uuid for s in store.read_db(db)]
 
 
 def test_generated_history_is_a_reframe_database(tmp_path, report):
@@ -57,7 +60,7 @@ def test_generated_history_is_a_reframe_database(tmp_path, report):
     assert [b - a for a, b in zip(starts, starts[1:])] == [history_gen.DAY] * 5
     cases = conn.execute('SELECT count(*), count(DISTINCT uuid) FROM testcases').fetchone()
     conn.close()
-    sessions = history.read_db(db)
+    sessions = store.read_db(db)
     assert len({s.uuid for s in sessions}) == 6
     assert cases[0] == cases[1] == sum(len(s.cases) for s in sessions)
     launches = by_key(sessions)
@@ -68,25 +71,25 @@ def test_generated_history_is_a_reframe_database(tmp_path, report):
 
 def test_selective_reads_decode_only_what_is_asked(tmp_path, report, monkeypatch):
     db, _ = make(tmp_path, report, 8)
-    every = history.read_db(db)
+    every = store.read_db(db)
     decoded = []
-    real = history.decode_record
-    monkeypatch.setattr(history, 'decode_record',
+    real = store.decode_record
+    monkeypatch.setattr(store, 'decode_record',
                         lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
-    last = history.read_selected(db, last=3)
+    last = store.read_selected(db, last=3)
     assert [s.uuid for s in last] == [s.uuid for s in every[-3:]] and len(decoded) == 3
     decoded.clear()
     mid = every[4]
-    chosen = history.read_selected(db, since=every[2].time_start, until=mid.time_start)
+    chosen = store.read_selected(db, since=every[2].time_start, until=mid.time_start)
     assert [s.uuid for s in chosen] == [s.uuid for s in every[2:5]] and len(decoded) == 3
     decoded.clear()
-    assert [s.uuid for s in history.read_selected(db, uuids=[mid.uuid[:8]])] == [mid.uuid]
+    assert [s.uuid for s in store.read_selected(db, uuids=[mid.uuid[:8]])] == [mid.uuid]
     assert len(decoded) == 1
-    assert history.ResultsDB(db).choose(since=every[-1].time_start + 1) == []
-    with pytest.raises(history.HistoryError, match='no stored session'):
-        history.ResultsDB(db).resolve('zzzz')
-    with pytest.raises(history.HistoryError, match='ambiguous'):
-        history.ResultsDB(db).resolve('')
+    assert store.ResultsDB(db).choose(since=every[-1].time_start + 1) == []
+    with pytest.raises(store.HistoryError, match='no stored session'):
+        store.ResultsDB(db).resolve('zzzz')
+    with pytest.raises(store.HistoryError, match='ambiguous'):
+        store.ResultsDB(db).resolve('')
 
 
 def test_index_gives_what_the_full_read_gives(tmp_path, report):
@@ -109,7 +112,7 @@ def test_index_follows_the_database(tmp_path, report):
     assert index.update() == {'added': 0, 'dropped': 0}
     assert len(index.sessions()) == 7
     index.close()
-    doomed = [s.uuid for s in history.read_db(db)[:2]]
+    doomed = [s.uuid for s in store.read_db(db)[:2]]
     with sqlite3.connect(db) as conn:
         conn.execute('PRAGMA foreign_keys = ON')
         conn.executemany('DELETE FROM sessions WHERE uuid = ?', [(u,) for u in doomed])
@@ -192,7 +195,7 @@ def test_a_killed_build_leaves_a_consistent_index(tmp_path, report, monkeypatch)
 
 def test_an_unreadable_session_is_named_and_skipped(tmp_path, report):
     db, _ = make(tmp_path, report, 3)
-    bad = history.read_db(db)[1].uuid
+    bad = store.read_db(db)[1].uuid
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET json_blob = '{\"runs\": [' WHERE uuid = ?", (bad,))
     warned = []
@@ -215,14 +218,14 @@ def test_an_unreadable_session_is_named_and_skipped(tmp_path, report):
 
 
 def run_history(db: Path, tmp_path: Path, *extra: str) -> dict:
-    out = tmp_path / 'history.json'
+    out = tmp_path / 'store.json'
     assert cli.main(['history', '--db', str(db), '--json', str(out), *extra]) == 0
     return json.loads(out.read_text())
 
 
 def test_history_finds_the_planted_change_points_and_no_others(tmp_path, report):
     db, gen = make(tmp_path, report, 120)
-    sessions = history.read_db(db)
+    sessions = store.read_db(db)
     planted = {c.environ: c for c in gen.changes}
     assert len(planted) == 2
     found = run_history(db, tmp_path)
@@ -244,10 +247,10 @@ def test_history_finds_the_planted_change_points_and_no_others(tmp_path, report)
 def test_history_over_the_index_equals_history_over_every_session(tmp_path, report):
     db, _ = make(tmp_path, report, 40, repeat=2)
     streamed = run_history(db, tmp_path, '--all')
-    series, points = trend.history(history.read_db(db))
+    series, points = trend.history(store.read_db(db))
     keys = {tuple(s['key']) for s in streamed['series']}
     assert keys == {k for k, pts in series.items()
-                    if gate_cli._keep_key(k, pts[0].samples[0].unit, True)}
+                    if gate_output._keep_key(k, pts[0].samples[0].unit, True)}
     for row in streamed['series']:
         assert [p['value'] for p in row['points']] == [p.value for p in
                                                        series[tuple(row['key'])]]
@@ -257,7 +260,7 @@ def test_history_over_the_index_equals_history_over_every_session(tmp_path, repo
 
 def test_history_selections(tmp_path, report, capsys):
     db, _ = make(tmp_path, report, 10)
-    sessions = history.read_db(db)
+    sessions = store.read_db(db)
     assert run_history(db, tmp_path, '--last', '4')['sessions'] == [s.uuid for s in sessions[-4:]]
     one = run_history(db, tmp_path, '--session', sessions[3].uuid[:10])
     assert one['sessions'] == [sessions[3].uuid]
@@ -270,7 +273,7 @@ def test_compare_says_since_when_from_the_index(tmp_path, report):
     change = history_gen.Change(at=6, environ='gnu-mpich4', field='mpi_version', before='',
                                 after='4.1.6', factor=1.6)
     db, gen = make(tmp_path, report, 10, repeat=10, changes=[change])
-    sessions = history.read_db(db)
+    sessions = store.read_db(db)
     out = tmp_path / 'gate.json'
     code = cli.main(['compare', '--db', str(db), '--baseline-session', sessions[0].uuid,
                      '--json', str(out)])
@@ -286,13 +289,13 @@ def test_compare_says_since_when_from_the_index(tmp_path, report):
 
 def test_archive_moves_old_sessions_and_loses_none(tmp_path, report, capsys):
     db, gen = make(tmp_path, report, 6)
-    before = history.read_db(db)
+    before = store.read_db(db)
     sample_index.open_index(db).close()
     cut = datetime.datetime.fromtimestamp(before[4].time_start).isoformat(timespec='minutes')
     into = tmp_path / 'archive.db'
     assert cli.main(['archive', '--db', str(db), '--before', cut, '--into', str(into)]) == 0
     assert 'moved 4 session(s)' in capsys.readouterr().out
-    live, kept = history.read_db(db), history.read_db(into)
+    live, kept = store.read_db(db), store.read_db(into)
     assert [s.uuid for s in kept + live] == [s.uuid for s in before]
     with sqlite3.connect(db) as conn:
         assert conn.execute('SELECT count(DISTINCT session_uuid) FROM testcases').fetchone() == (2,)
@@ -309,10 +312,10 @@ def test_archive_moves_old_sessions_and_loses_none(tmp_path, report, capsys):
     history_gen.write_db(db, [gen.session(0)])        # an older session stored late...
     with sqlite3.connect(into) as conn:               # ...whose uuid the archive holds already
         conn.execute('UPDATE sessions SET uuid = ? WHERE uuid = ?',
-                     (history.read_db(db)[0].uuid, kept[0].uuid))
+                     (store.read_db(db)[0].uuid, kept[0].uuid))
     assert cli.main(['archive', '--db', str(db), '--before', cut, '--into', str(into)]) == 2
     assert 'already archived with another record' in capsys.readouterr().err
-    assert len(history.read_db(db)) == 3               # it stayed in the live database
+    assert len(store.read_db(db)) == 3               # it stayed in the live database
 
 
 def test_segmentation_is_ruptures_pelt():
@@ -340,12 +343,12 @@ def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
     change = history_gen.Change(at=14, environ='gnu-openmpi4', field='env.UCX_TLS',
                                 before='sm,self', after='tcp,self', factor=1.5)
     db, _ = make(tmp_path, report, 24, changes=[change])
-    sessions = history.read_db(db)
+    sessions = store.read_db(db)
     monkeypatch.setenv('RFM_REFERENCE_PREFIX', str(tmp_path / 'refs'))
     decoded = []
-    real = history.decode_record
+    real = store.decode_record
     sample_index.open_index(db).close()
-    monkeypatch.setattr(history, 'decode_record',
+    monkeypatch.setattr(store, 'decode_record',
                         lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
     page = entry.report_of_stored(db, [], tmp_path / 'out', tmp_path, lambda m: None)
     assert decoded == [f'{db} session {sessions[-1].uuid}']      # only the reported one
@@ -360,10 +363,10 @@ def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
 
 def test_baseline_and_compare_decode_only_what_they_judge(tmp_path, report, monkeypatch):
     db, _ = make(tmp_path, report, 12, repeat=5, changes=[])
-    sessions = history.read_db(db)
+    sessions = store.read_db(db)
     decoded = []
-    real = history.decode_record
-    monkeypatch.setattr(history, 'decode_record',
+    real = store.decode_record
+    monkeypatch.setattr(store, 'decode_record',
                         lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
     refs = tmp_path / 'refs'
     assert cli.main(['baseline', '--db', str(db), '--last', '3', '--refs', str(refs)]) == 0
@@ -395,7 +398,7 @@ def test_a_database_in_a_read_only_place_is_indexed_under_the_state_dir(tmp_path
 
 def test_a_selection_read_through_the_index_is_the_decoded_selection(tmp_path, report):
     db, _ = make(tmp_path, report, 8, repeat=3, changes=[])
-    results = history.ResultsDB(db)
+    results = store.ResultsDB(db)
     chosen = results.choose(last=3)
     index = sample_index.open_index(db, only=[s.uuid for s in chosen])
     try:     # only the sessions asked for were decoded into it

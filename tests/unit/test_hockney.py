@@ -1,4 +1,4 @@
-"""Unit tests for commcheck.hockney on synthetic data with known Hockney parameters.
+"""Unit tests for commcheck.analysis.hockney on synthetic data with known Hockney parameters.
 
 Noise model: multiplicative, t = t_true * (1 + sigma * N(0, 1)), fixed numpy seeds.
 Parameter recovery is asserted within 1 %.  With ONE sample per size, 1 % noise already puts
@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from commcheck import hockney
-from commcheck.hockney import (
+from commcheck.analysis import hockney
+from commcheck.analysis.hockney import (
     HockneyFit,
     Segment,
     fit_line,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from commcheck import osu
+from commcheck.analysis import osu_output
 
 ALLREDUCE = """AFFINITY cpus=2
 # OSU MPI Allreduce Latency Test v7.3
@@ -18,15 +18,15 @@ BARRIER = """# OSU MPI Barrier Latency Test v7.3
 
 
 def test_sized_collective_table():
-    assert osu.parse_table(ALLREDUCE) == {8: 5.12, 1024: 11.40}
-    assert osu.problems(ALLREDUCE, [8, 1024]) == []
-    assert osu.problems(ALLREDUCE.replace('11.40              Pass', '11.40   Fail'),
+    assert osu_output.parse_table(ALLREDUCE) == {8: 5.12, 1024: 11.40}
+    assert osu_output.problems(ALLREDUCE, [8, 1024]) == []
+    assert osu_output.problems(ALLREDUCE.replace('11.40              Pass', '11.40   Fail'),
                         [8, 1024]) == ['OSU validation failed at 1024 B']
 
 
 def test_barrier_has_one_figure():
-    assert osu.parse_single(BARRIER) == 4.56
+    assert osu_output.parse_single(BARRIER) == 4.56
     for bad in ('# OSU MPI Barrier Latency Test v7.3\n# Avg Latency(us)\n',
                 BARRIER + '             4.60\n', BARRIER.replace('4.56', 'fast')):
-        with pytest.raises(osu.OsuOutputError):
-            osu.parse_single(bad)
+        with pytest.raises(osu_output.OsuOutputError):
+            osu_output.parse_single(bad)

@@ -17,8 +17,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commcheck import baseline, history, osu, preflight, records, references, sitefile
-from commcheck.site import SiteError
+from commcheck.analysis import baseline, kernel_records, osu_output
+from commcheck.results import preflight, references, store
+from commcheck.site import SiteError, sitefile
 
 DATA = Path(__file__).parents[1] / 'data'
 RUN_REPORT = (DATA / 'run-report-pingpong.json').read_bytes()
@@ -61,11 +62,11 @@ def test_the_real_files_read_cleanly(tmp_path):
     path = tmp_path / 'r.json'
     path.write_bytes(RUN_REPORT)
     warnings = []
-    sess = history.read_run_report(path, warnings.append)
+    sess = store.read_run_report(path, warnings.append)
     assert len(sess.samples) >= 4 * 3 and not warnings
     log = tmp_path / 'PingPong.log'
     log.write_bytes(PERFLOG)
-    assert len(history.read_perflog(log, warnings.append)) == 12 and not warnings
+    assert len(store.read_perflog(log, warnings.append)) == 12 and not warnings
     (tmp_path / 'refs.yaml').write_bytes(REFS)
     assert references.problem(tmp_path / 'refs.yaml') is None
 
@@ -76,8 +77,8 @@ def test_run_report_reader(tmp_path, data):
     path = tmp_path / 'run-report.json'
     path.write_bytes(data)
     try:
-        sess = history.read_run_report(path, quiet)
-    except history.HistoryError as err:
+        sess = store.read_run_report(path, quiet)
+    except store.HistoryError as err:
         assert str(path) in str(err) and '\n' not in str(err)
     else:
         assert all(isinstance(s.value, float) for s in sess.samples)
@@ -100,7 +101,7 @@ def test_results_database_rows(tmp_path, blob):
     path.unlink(missing_ok=True)
     _db(path, blob)
     warnings = []
-    sessions = history.read_db(path, warnings.append)
+    sessions = store.read_db(path, warnings.append)
     assert len(sessions) + len(warnings) >= 1
 
 
@@ -117,8 +118,8 @@ def test_results_database_file(tmp_path, real_db, data):
     path = tmp_path / 'results.db'
     path.write_bytes(data.draw(damaged(real_db)))
     try:
-        history.read_db(path, quiet)
-    except history.HistoryError as err:
+        store.read_db(path, quiet)
+    except store.HistoryError as err:
         assert str(path) in str(err)
     assert preflight.results_db_damage(path) is None or path.exists()
 
@@ -132,7 +133,7 @@ def test_perflog_reader_and_preflight(tmp_path, data):
         old.unlink()
     path = root / 'PingPong.log'
     path.write_bytes(data)
-    samples = history.read_perflog(path, quiet)
+    samples = store.read_perflog(path, quiet)
     assert all(s.value == s.value for s in samples)
     moved = preflight.protect_perflogs(root)
     kept = list(root.iterdir())
@@ -164,8 +165,8 @@ def test_site_file_parser(data):
 @given(data=damaged(KERNEL_OUT))
 def test_kernel_record_parser(data):
     try:
-        records.parse(data.decode('utf-8', errors='replace'))
-    except records.RecordError:
+        kernel_records.parse(data.decode('utf-8', errors='replace'))
+    except kernel_records.RecordError:
         pass
 
 
@@ -173,7 +174,7 @@ def test_kernel_record_parser(data):
 @given(data=damaged(OSU_OUT))
 def test_osu_parser(data):
     text = data.decode('utf-8', errors='replace')
-    assert isinstance(osu.problems(text, [1, 2]), list)
+    assert isinstance(osu_output.problems(text, [1, 2]), list)
 
 
 @FUZZ

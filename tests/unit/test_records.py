@@ -1,6 +1,6 @@
 import pytest
 
-from commcheck import records
+from commcheck.analysis import kernel_records
 
 OUTPUT = '''# one-way = rtt/2
 META kernel=pingpong lang=c ranks=2 mpi="MPICH Version: 4.0.2" iters=10
@@ -12,7 +12,7 @@ PASS validated=20
 
 
 def test_records_are_grouped_by_type_with_typed_values():
-    out = records.parse(OUTPUT)
+    out = kernel_records.parse(OUTPUT)
     assert out['META'][0]['mpi'] == 'MPICH Version: 4.0.2'
     assert [r['size'] for r in out['DATA']] == [8, 16]
     assert out['DATA'][1]['oneway_us'] == 0.75
@@ -20,20 +20,20 @@ def test_records_are_grouped_by_type_with_typed_values():
 
 
 def test_select_finds_exactly_one():
-    rows = records.parse(OUTPUT)['DATA']
-    assert records.select(rows, size=16)['bw_MBps'] == 21.33
-    with pytest.raises(records.RecordError, match='found 0'):
-        records.select(rows, size=32)
+    rows = kernel_records.parse(OUTPUT)['DATA']
+    assert kernel_records.select(rows, size=16)['bw_MBps'] == 21.33
+    with pytest.raises(kernel_records.RecordError, match='found 0'):
+        kernel_records.select(rows, size=32)
 
 
 @pytest.mark.parametrize('line', ['DATA size', 'DATA =3', 'META mpi="unclosed'])
 def test_malformed_records_are_errors(line):
-    with pytest.raises(records.RecordError):
-        records.parse(line)
+    with pytest.raises(kernel_records.RecordError):
+        kernel_records.parse(line)
 
 
 def test_split_runs_separates_kernel_runs():
-    runs = records.split_runs(OUTPUT + OUTPUT.replace('pingpong', 'dtype'))
+    runs = kernel_records.split_runs(OUTPUT + OUTPUT.replace('pingpong', 'dtype'))
     assert [r['META'][0]['kernel'] for r in runs] == ['pingpong', 'dtype']
     assert all(len(r['DATA']) == 2 and r['PASS'] for r in runs)
 

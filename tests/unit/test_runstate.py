@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import preflight
 from commcheck.cli import run as run_cli
 from commcheck.cli import runstate
 from commcheck.errors import UserError
+from commcheck.results import preflight
 
 
 def _alive(pid: int) -> bool:

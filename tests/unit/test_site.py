@@ -7,8 +7,7 @@ import pytest
 import reframe.core.config as rfm_config
 import yaml
 
-from commcheck import discover, flavours, launch, rfmconfig, sitefile
-from commcheck.site import Site, SiteError
+from commcheck.site import Site, SiteError, discover, flavours, launch, rfmconfig, sitefile
 from tests.conftest import ALL_STACKS, STACKS, commcheck_cmd, needs_stacks
 
 GCC = {'family': 'gnu', 'version': '12.2.0', 'cc': '/usr/bin/gcc', 'fc': '/usr/bin/gfortran'}
@@ -132,7 +131,7 @@ def test_site_file_that_is_not_yaml_or_not_a_mapping(tmp_path):
 def test_generated_configuration_validates_against_reframe_schema(tmp_path):
     path = site_yaml(tmp_path, GOOD)
     conf = tmp_path / 'site.py'
-    conf.write_text('from commcheck import rfmconfig, sitefile\n'
+    conf.write_text('from commcheck.site import rfmconfig, sitefile\n'
                     f'site_configuration = rfmconfig.reframe_configuration('
                     f'sitefile.load({str(path)!r}))\n')
     rfm_config.load_config(str(conf)).validate()

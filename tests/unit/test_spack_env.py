@@ -1,4 +1,4 @@
-"""commcheck.spack_env: spack.yaml generation and the linked MPI prefix (no Spack needed)."""
+"""commcheck.site.spack_env: spack.yaml generation and the linked MPI prefix (no Spack needed)."""
 
 import os
 import stat
@@ -7,7 +7,7 @@ import subprocess
 import pytest
 import yaml
 
-from commcheck import spack_env
+from commcheck.site import spack_env
 
 COMPILER = {'name': 'gcc', 'version': '12.2.0', 'cc': '/usr/bin/gcc', 'cxx': '/usr/bin/g++',
             'fc': '/usr/bin/gfortran'}
@@ -353,7 +353,8 @@ def test_cray_stacks_are_externals_by_module(tmp_path):
     external-only package in Spack) by module and prefix, the PrgEnv's compiler by module."""
     import yaml
 
-    from commcheck import paths, sitefile
+    from commcheck import paths
+    from commcheck.site import sitefile
     site = sitefile.load(paths.CONFIG_DIR / 'sites' / 'cray-ex-emulated.yaml')
     for stack in site.stacks:
         text = spack_env.stack_env_text(stack, spack_settings={}, view=str(tmp_path / 'view'),

@@ -1,5 +1,5 @@
-"""``commcheck bench [pingpong|gate]``: benchmarks, not tests (:mod:`commcheck.bench`,
-:mod:`commcheck.bench_gate`). Their options are checked here before anything is built: the
+"""``commcheck bench [pingpong|gate]``: benchmarks, not tests (:mod:`commcheck.cli.bench_pingpong`,
+:mod:`commcheck.cli.bench_gate`). Their options are checked here before anything is built: the
 stack by name (unknown: the known ones listed), ``--iters`` within the range the kernels
 accept (``src/kernels/common/cc_payload.h``), ``--launches`` enough for one comparison.
 """
@@ -14,7 +14,7 @@ KERNEL_MAX_ITERS = 1_000_000_000
 
 
 def _min_launches() -> int:
-    from commcheck.gate import Settings
+    from commcheck.analysis.gate import Settings
     return Settings().min_samples     # below this a side, the gate computes nothing
 
 
@@ -60,7 +60,7 @@ def add_parsers(sub) -> None:
 
 def check_stack(args) -> None:
     """``--stack`` names a stack of this machine that the benchmark can run."""
-    from commcheck import discover
+    from commcheck.site import discover
     site = discover.local_site()
     usable = [s.id for s in site.stacks if 'c' in s.tested_languages]
     if args.stack not in usable:
@@ -75,10 +75,10 @@ def cmd_bench(args) -> int:
     if args.stack:
         check_stack(args)
     if args.what == 'gate':
-        from commcheck import bench_gate
+        from commcheck.cli import bench_gate
         return bench_gate.main(args)
     if args.what == 'history':
-        from commcheck import bench_history
+        from commcheck.cli import bench_history
         return bench_history.main(args)
-    from commcheck import bench
-    return bench.main(args)
+    from commcheck.cli import bench_pingpong
+    return bench_pingpong.main(args)

@@ -1,8 +1,8 @@
 """``commcheck baseline``, ``compare`` and ``history``: the gate over stored sessions.
 
-The decisions are :mod:`commcheck.gate`'s and :mod:`commcheck.gate_cli`'s; here are their
-options and what must hold before any of them reads or prints: outputs writable, a selection
-that matches sessions ("no session matches ...", exit 2, like an empty database).
+The decisions are :mod:`commcheck.analysis.gate`'s and :mod:`commcheck.cli.gate_output`'s; here
+are their options and what must hold before any of them reads or prints: outputs writable, a
+selection that matches sessions ("no session matches ...", exit 2, like an empty database).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _baseline_parser(sub) -> None:
     options.add_selection(base, 'baseline from this')
     base.add_argument('--system', type=options.name,
                       help='the system to baseline (default: the only one)')
-    from commcheck.baseline import Policy  # the defaults are the policy's, said once
+    from commcheck.analysis.baseline import Policy  # the defaults are the policy's, said once
     base.add_argument('--min-samples', type=options.positive_int,
                       help=f'launches a variable needs (default {Policy.min_samples})')
     base.add_argument('--floor', type=options.positive_number,
@@ -64,7 +64,7 @@ def _compare_parser(sub) -> None:
     comp.add_argument('--environ', metavar='OLD', type=options.name,
                       help='compare two environments of the session(s): OLD ...')
     comp.add_argument('--against', metavar='NEW', type=options.name, help='... against NEW')
-    from commcheck.gate import Settings  # the defaults are the gate's, said once
+    from commcheck.analysis.gate import Settings  # the defaults are the gate's, said once
     comp.add_argument('--min-effect', type=options.fraction,
                       help="smallest change that can flag (default: from the baseline's "
                            f'spread, at least {Settings.session_floor * 100:.0f} %% between '
@@ -130,12 +130,12 @@ def selected(args, warn):
     index where ``history`` or the report made one (only these sessions are added to it if
     missing), else decoded from the database (a command creates no index as a side effect);
     "no session matches" when none."""
-    from commcheck import history, sample_index
-    db = history.ResultsDB(args.db or paths.RESULTS_DB)
+    from commcheck.results import sample_index, store
+    db = store.ResultsDB(args.db or paths.RESULTS_DB)
     try:      # only the selected sessions' records are decoded
         chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
                            until=args.until)
-    except history.HistoryError as err:
+    except store.HistoryError as err:
         raise no_match(db.path, err, describe(args)) from None
     if not chosen:
         raise UserError(f'no session matches {describe(args)} in {db.path} '
@@ -144,7 +144,7 @@ def selected(args, warn):
         return db.load(chosen, warn, cases=False)
     try:
         index = sample_index.open_index(db, warn, only=[s.uuid for s in chosen])
-    except history.HistoryError as err:
+    except store.HistoryError as err:
         warn(f'{err}; the sessions are decoded from the database instead')
         return db.load(chosen, warn, cases=False)
     try:
@@ -163,9 +163,10 @@ def _ref_dir(args) -> Path:
 
 
 def cmd_baseline(args) -> int:
-    from commcheck import baseline, history
+    from commcheck.analysis import baseline
+    from commcheck.results import store
     ref_dir = _ref_dir(args)
-    sessions = selected(args, history.warn_stderr)
+    sessions = selected(args, store.warn_stderr)
     systems = sorted({s.system for sess in sessions for s in sess.samples})
     if args.system:
         if args.system not in systems:
@@ -177,7 +178,7 @@ def cmd_baseline(args) -> int:
     given = {'min_samples': args.min_samples, 'floor': args.floor}
     policy = baseline.Policy(all_variables=args.all,
                              **{k: v for k, v in given.items() if v is not None})
-    variables = baseline.compute(sessions, systems[0], policy, history.warn_stderr)
+    variables = baseline.compute(sessions, systems[0], policy, store.warn_stderr)
     written = baseline.write(ref_dir, systems[0], sessions, variables, policy)
     print(f'commcheck: baselined {len(variables)} variable(s) of {systems[0]} from '
           f'{len(sessions)} session(s)')
@@ -188,7 +189,8 @@ def cmd_baseline(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from commcheck import gate_cli, history
+    from commcheck.cli import gate_output
+    from commcheck.results import store
     if bool(args.environ) != bool(args.against):
         raise UserError('--environ OLD and --against NEW go together')
     if not args.json:
@@ -197,23 +199,24 @@ def cmd_compare(args) -> int:
         if problem:
             raise UserError(f'{problem} (where the comparison is written; or give --json)')
     try:
-        return gate_cli.compare(args)
-    except history.HistoryError as err:
+        return gate_output.compare(args)
+    except store.HistoryError as err:
         raise no_match(args.db or paths.RESULTS_DB, err,
                        describe(args) if args.session or args.baseline_session
                        else 'the newest session') from None
 
 
 def cmd_history(args) -> int:
-    from commcheck import gate_cli, history
+    from commcheck.cli import gate_output
+    from commcheck.results import store
     try:
-        return gate_cli.history_cmd(args)
-    except history.HistoryError as err:
+        return gate_output.history_cmd(args)
+    except store.HistoryError as err:
         raise no_match(args.db or paths.RESULTS_DB, err, describe(args)) from None
 
 
 def cmd_archive(args) -> int:
-    from commcheck import archive
+    from commcheck.results import archive
     db = args.db or paths.RESULTS_DB
     if not args.into:
         reports_dir_usable('the archive database')

@@ -228,8 +228,7 @@ def add_site(p) -> None:
 def load_site(args):
     """The site ``--site`` (else ``COMMCHECK_SITE``, else ``local``) names; ``args.site`` is
     set to that name. A bad one: one line naming the option or the variable."""
-    from commcheck import sitefile
-    from commcheck.site import SiteError
+    from commcheck.site import SiteError, sitefile
     given = os.environ.get('COMMCHECK_SITE', '').strip()
     source = '--site' if args.site else 'COMMCHECK_SITE' if given else None
     args.site = args.site or given or 'local'
@@ -261,7 +260,7 @@ def _whole_at_least_one(value: str) -> str | None:
 
 
 def _wheels(value: str) -> str | None:
-    from commcheck.discover import WHEELS
+    from commcheck.site.discover import WHEELS
     unknown = sorted({n.strip() for n in value.split(',') if n.strip()} - set(WHEELS))
     return f'unknown {", ".join(unknown)}: use a comma list of {", ".join(WHEELS)}' \
         if unknown else None

@@ -21,7 +21,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_preflight(args) -> int:
-    from commcheck import preflight
+    from commcheck.results import preflight
     found = preflight.problems(paths.REPORTS_DIR, paths.STATE_DIR)
     for line in found:
         print(f'ERROR: {line}', file=sys.stderr)

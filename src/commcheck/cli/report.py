@@ -19,9 +19,9 @@ def add_parsers(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from commcheck import history
-    from commcheck.history import HistoryError
     from commcheck.report import entry
+    from commcheck.results import store
+    from commcheck.results.store import HistoryError
     out_root = args.out or paths.REPORTS_DIR
     if not args.out:
         reports_dir_usable('the report')
@@ -32,6 +32,6 @@ def cmd_report(args) -> int:
     except HistoryError as err:
         raise no_match(db, err, ' '.join(args.session) or 'the newest session') from None
     for line in said:
-        history.warn_stderr(line)
+        store.warn_stderr(line)
     print(out)
     return 0

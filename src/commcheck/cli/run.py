@@ -102,7 +102,7 @@ def run_reframe(cmd: list[str], env: dict, lock: runstate.RunLock) -> tuple[int,
 
 
 def _setup(args):
-    from commcheck import preflight
+    from commcheck.results import preflight
     site = options.load_site(args)      # a bad site file is one line here, not in ReFrame
     found = preflight.problems(paths.REPORTS_DIR, paths.STATE_DIR)
     if found:
@@ -114,9 +114,9 @@ def _setup(args):
 
 
 def _prepare(site, lock: runstate.RunLock) -> None:
-    from commcheck import preflight
     from commcheck.experiments import unselected
-    from commcheck.rfmconfig import features
+    from commcheck.results import preflight
+    from commcheck.site.rfmconfig import features
     for line in unselected({s.id: features(s) for s in site.stacks}):
         print(f'commcheck: {line}')
     said = runstate.clean_after_dead_run(lock)

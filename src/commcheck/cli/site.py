@@ -20,7 +20,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_site(args) -> int:
-    from commcheck import sitefile
+    from commcheck.site import sitefile
     if args.action == 'check':
         site = sitefile.check(args.file)
         print(f'{args.file}: site {site.name}: {len(site.partitions)} partition(s), '
@@ -28,7 +28,7 @@ def cmd_site(args) -> int:
         return 0
     site = options.load_site(args)
     if args.reframe:
-        from commcheck.rfmconfig import reframe_configuration
+        from commcheck.site.rfmconfig import reframe_configuration
         print(json.dumps(reframe_configuration(site), indent=2))
     else:
         print(sitefile.dump(site), end='')

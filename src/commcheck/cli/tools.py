@@ -18,12 +18,12 @@ def add_parsers(sub) -> None:
 
 
 def cmd_setup_mpi(args) -> int:
-    from commcheck import wheels
+    from commcheck.site import wheels
     status = wheels.ensure_mpi()
     return status if status in (EXIT_OK, EXIT_USAGE) else EXIT_USAGE   # pip's 1 is no regression
 
 
 def cmd_mirror(args) -> int:
-    from commcheck import mirror
+    from commcheck.site import mirror
     options.load_site(args)     # named by its option or variable, before Spack is looked for
     return mirror.main(args)

@@ -20,13 +20,14 @@ import re
 import time
 from pathlib import Path
 
-from commcheck import __version__, history
-from commcheck.history import Session, Warn
+from commcheck import __version__
 from commcheck.report import inputs, render
 from commcheck.report.context import Context, Section
 from commcheck.report.model import Measurements, cases_of, environments
 from commcheck.report.plots import Plotter
 from commcheck.report.sections import SECTIONS
+from commcheck.results import store
+from commcheck.results.store import Session, Warn
 
 
 def _date(session: Session | None) -> str:
@@ -110,7 +111,7 @@ def _incomplete(session: Session) -> str | None:
 
 def write_report(sessions: list[Session], out_root: Path, *,
                  history_sessions=(), gate: dict | None = None,
-                 warn: Warn = history.warn_stderr, notes: list[str] = ()) -> Path:
+                 warn: Warn = store.warn_stderr, notes: list[str] = ()) -> Path:
     """Write the report of ``sessions`` into a new directory under ``out_root``; returns the
     path of its ``index.html``. ``notes``: problems already met (and warned) while reading the
     inputs, listed on the page with those met here. ``history_sessions``: stored sessions, or

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from commcheck.baseline import BaselineFile
-from commcheck.history import Session, Warn
+from commcheck.analysis.baseline import BaselineFile
 from commcheck.report.model import Case, Measurements
 from commcheck.report.plots import Plotter
+from commcheck.results.store import Session, Warn
 
 
 @dataclasses.dataclass

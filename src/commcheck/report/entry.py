@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commcheck import history
-from commcheck.history import HistoryError, Session, Warn
 from commcheck.report.build import write_report
 from commcheck.report.inputs import load_gate, load_run_report, stored_history
+from commcheck.results import store
+from commcheck.results.store import HistoryError, Session, Warn
 
 
 def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
@@ -34,7 +34,7 @@ class _Collect:
 
 
 def report_of_run(run_report: Path, reports_dir: Path, db: Path,
-                  warn: Warn = history.warn_stderr) -> Path | None:
+                  warn: Warn = store.warn_stderr) -> Path | None:
     """The report of a run report's session; a damaged run report gives what it holds, an
     unreadable one the newest stored session (said so). None only when nothing can be read."""
     warn = _Collect(warn)
@@ -52,7 +52,7 @@ def report_of_run(run_report: Path, reports_dir: Path, db: Path,
 
 def _newest(db: Path, warn: Warn) -> Session | None:
     try:
-        newest = history.read_selected(db, warn, last=1)
+        newest = store.read_selected(db, warn, last=1)
     except HistoryError as err:
         warn(f'{err}; the report has no history')
         return None
@@ -71,12 +71,12 @@ def _write(sessions: list[Session], out_root: Path, db: Path, gate, warn: _Colle
 
 
 def report_of_stored(db: Path, wanted: list[str], out_root: Path, reports_dir: Path,
-                     warn: Warn = history.warn_stderr) -> Path:
+                     warn: Warn = store.warn_stderr) -> Path:
     """The report of stored sessions (uuid prefixes; none: the newest). A prefix that matches
     no session is a warning; HistoryError when no session at all is left to report on."""
     warn = _Collect(warn)
-    stored = history.ResultsDB(db)
-    picked: dict[str, history.Stored] = {}
+    stored = store.ResultsDB(db)
+    picked: dict[str, store.Stored] = {}
     for want in wanted:
         try:
             found = stored.resolve(want)

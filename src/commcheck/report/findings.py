@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from commcheck import seeds
+from commcheck.analysis import seeds
 from commcheck.report.context import Context
 from commcheck.report.model import Test, checks
 

@@ -8,8 +8,10 @@ import json
 import os
 from pathlib import Path
 
-from commcheck import baseline, history, paths, sample_index, trend
-from commcheck.history import HistoryError, Session, Warn
+from commcheck import paths
+from commcheck.analysis import baseline, trend
+from commcheck.results import sample_index, store
+from commcheck.results.store import HistoryError, Session, Warn
 
 
 def _salvage(text: str) -> dict | None:
@@ -48,7 +50,7 @@ def load_run_report(path: str | Path, warn: Warn) -> Session | None:
     """The session of a run report; a truncated one gives what it holds, with a warning."""
     path = Path(path)
     try:
-        return history.read_run_report(path, warn)
+        return store.read_run_report(path, warn)
     except HistoryError as err:
         warn(str(err))
     try:
@@ -59,7 +61,7 @@ def load_run_report(path: str | Path, warn: Warn) -> Session | None:
     if not salvaged:
         return None
     try:
-        session = history.session_from_report(salvaged, str(path), warn)
+        session = store.session_from_report(salvaged, str(path), warn)
     except HistoryError as err:
         warn(str(err))
         return None

@@ -2,7 +2,7 @@
 
 A :class:`Case` is one test case as ReFrame recorded it (fixtures included), read defensively:
 a field of the wrong type reads as missing, never as an exception. :class:`Measurements` holds
-the performance values (fixtures excluded, as :mod:`commcheck.history` samples them), one list
+the performance values (fixtures excluded, as :mod:`commcheck.results.store` samples them), one list
 of launches per (environment, test, variable); sections show the median of the launches.
 
 Checks are found through the table of experiments (:mod:`commcheck.experiments`) by report
@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Iterable
 
 from commcheck import experiments
-from commcheck.history import REPEAT, Sample, Session
+from commcheck.results.store import REPEAT, Sample, Session
 
 PARAM = re.compile(r'%([\w.]+)=(\S+)')
 SIZE_VAR = re.compile(r'^(?P<name>[a-z]+)_(?P<size>\d+)B$')

@@ -37,8 +37,8 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from commcheck import experiments, paths, spack_env
-from commcheck.site import Stack
+from commcheck import experiments, paths
+from commcheck.site import Stack, spack_env
 
 BUILD_TIME = re.compile(r'^BUILD (started|ended)=(\d+(?:\.\d+)?)', re.MULTILINE)
 
@@ -121,10 +121,11 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         python, state = shlex.quote(extras['python_exe']), shlex.quote(str(paths.STATE_DIR))
         commands = []
         if 'java' in extras['languages']:
-            commands.append(f'{python} -m commcheck.mpj {state} '
+            commands.append(f'{python} -m commcheck.site.mpj {state} '
                             f'{shlex.quote(extras["java_build"])}')
         if 'python' in extras['languages']:
-            commands.append(f'{python} -m commcheck.mpi4py_build {shlex.quote(extras["mpi_cc"])} '
+            commands.append(f'{python} -m commcheck.site.mpi4py_build '
+                            f'{shlex.quote(extras["mpi_cc"])} '
                             f'{shlex.quote(str(extras["mpi_version"]))} '
                             f'{shlex.quote(str(paths.CACHE_DIR))}')
         if self.backend == 'managed':
@@ -150,7 +151,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         """How to start a kernel in a language here: (executable, leading options, settings).
 
         Compiled kernels are programs of this build; Java kernels are classes the launcher's
-        JVM starts (commcheck.launch); Python kernels are scripts run by the venv's Python
+        JVM starts (commcheck.site.launch); Python kernels are scripts run by the venv's Python
         with this stack's mpi4py build on PYTHONPATH.
         """
         program = experiments.program(kernel, lang)
@@ -159,7 +160,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         if language.feature == 'java':
             return program, [], {}
         if language.feature == 'python':
-            from commcheck import mpi4py_build
+            from commcheck.site import mpi4py_build
             target = os.path.join(str(paths.CACHE_DIR), 'mpi4py', mpi4py_build.build_key(
                 extras['mpi_cc'], str(extras['mpi_version'])))
             script = str(paths.KERNELS_SRC / 'python' / program)
@@ -237,11 +238,11 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         wanted = [(self.program(p), f'{p} was not built: not in {self.prefix_dir}/bin')
                   for p in experiments.compiled_programs(extras['languages'])]
         if 'java' in extras['languages']:
-            from commcheck import mpj
+            from commcheck.site import mpj
             jar = os.path.join(extras['java_build'], mpj.JAR_NAME)
             wanted.append((jar, f'the Java kernels were not built: no {jar}'))
         if 'python' in extras['languages']:
-            from commcheck import mpi4py_build
+            from commcheck.site import mpi4py_build
             target = self.command('pingpong', 'python')[2]['PYTHONPATH']
             wanted.append((os.path.join(target, mpi4py_build.DONE),
                            f'mpi4py was not built for {extras["stack"]} in {target}'))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from reframe.core.launchers import JobLauncher
 
-from commcheck import launch
+from commcheck.site import launch
 
 
 class StackLauncher(JobLauncher):
     """Starts the job's ranks with the stack's own launcher (or ``srun`` with its plugin),
-    bound and placed as the partition declares; see :func:`commcheck.launch.argv`."""
+    bound and placed as the partition declares; see :func:`commcheck.site.launch.argv`."""
 
     def __init__(self, env_extras: dict, part_extras: dict, per_node: int | None,
                  oversubscribed: bool):

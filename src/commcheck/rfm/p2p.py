@@ -3,7 +3,8 @@
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, variable
 
-from commcheck import experiments, hockney, records
+from commcheck import experiments
+from commcheck.analysis import hockney, kernel_records
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
 
@@ -42,8 +43,8 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
     def require_fit_sizes(self):
         """A Hockney fit needs a sweep: too few sizes skips the test, saying so."""
         try:
-            count = len(set(records.parse_sizes(self.sizes)))
-        except records.RecordError as err:
+            count = len(set(kernel_records.parse_sizes(self.sizes)))
+        except kernel_records.RecordError as err:
             self.skip_because(True, str(err))
             return
         self.skip_because(count < hockney.MIN_FIT_SIZES,

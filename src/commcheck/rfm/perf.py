@@ -1,4 +1,4 @@
-"""Sanity and performance from the kernels' records (see ``commcheck.records``)."""
+"""Sanity and performance from the kernels' records (see ``commcheck.analysis.kernel_records``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import os
 
 import reframe.utility.sanity as sn
 
-from commcheck import experiments, records
+from commcheck import experiments
+from commcheck.analysis import kernel_records
 
 
 def _stdout_records(check) -> dict[str, list[dict]]:
-    return records.parse_file(os.path.join(check.stagedir, str(check.stdout)))
+    return kernel_records.parse_file(os.path.join(check.stagedir, str(check.stdout)))
 
 
 @sn.deferrable
@@ -45,7 +46,7 @@ def run_passed(out: dict, sizes: str | None = None, what: str = 'the kernel',
     sn.assert_true(out['PASS'], msg=f'no PASS record: {what} did not validate its data '
                                     '(see the stderr ERROR line)').evaluate()
     if sizes is not None:
-        promised = records.parse_sizes(sizes)
+        promised = kernel_records.parse_sizes(sizes)
         printed = [r.get('size') for r in out['DATA']]
         sn.assert_eq(printed, promised,
                      msg=f'{what} printed sizes {{0}}, but was asked for {{1}}').evaluate()
@@ -56,7 +57,7 @@ def perf_record(check, rectype: str, field: str, unit: str, **where):
     """A performance function reading one field of the record matching ``where``."""
     @sn.deferrable
     def value():
-        return float(records.select(_stdout_records(check)[rectype], **where)[field])
+        return float(kernel_records.select(_stdout_records(check)[rectype], **where)[field])
 
     return sn.make_performance_function(value(), unit)
 
@@ -75,10 +76,10 @@ def sweep_variables(check, field: str, name: str, unit: str) -> dict:
 def kernel_run(check, kernel: str) -> dict[str, list[dict]]:
     """The records of one kernel's run in a job that ran several (``META kernel=<kernel>``)."""
     text = open(os.path.join(check.stagedir, str(check.stdout)), errors='replace').read()
-    for run in records.split_runs(text):
+    for run in kernel_records.split_runs(text):
         if run['META'] and run['META'][0].get('kernel') == kernel:
             return run
-    raise records.RecordError(f'no output of kernel {kernel!r} in {check.stdout}')
+    raise kernel_records.RecordError(f'no output of kernel {kernel!r} in {check.stdout}')
 
 
 def data_records(check) -> list[dict]:

@@ -17,7 +17,8 @@ import re
 
 from matplotlib.colors import LogNorm
 
-from commcheck import experiments, fabric, records
+from commcheck import experiments
+from commcheck.analysis import fabric, kernel_records
 from commcheck.report.context import Context, Section
 from commcheck.report.model import Case, cases_of
 from commcheck.report.plots import Painter
@@ -36,8 +37,8 @@ def _records(case: Case) -> list[dict]:
         raise fabric.FabricError(f'the job output is not kept (no *.out in '
                                  f'{" or ".join(d for d in places if d) or "?"})')
     try:
-        return records.parse_file(files[0])['DATA']
-    except (OSError, records.RecordError) as err:
+        return kernel_records.parse_file(files[0])['DATA']
+    except (OSError, kernel_records.RecordError) as err:
         raise fabric.FabricError(f'{files[0]}: {err}') from None
 
 

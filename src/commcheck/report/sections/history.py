@@ -1,16 +1,17 @@
 """5. History: each key (gated) variable over the stored sessions, against its baseline band,
-with the change points :mod:`commcheck.trend` finds."""
+with the change points :mod:`commcheck.analysis.trend` finds."""
 
 from __future__ import annotations
 
 import statistics
 
-from commcheck import experiments, trend
-from commcheck.history import key_label
+from commcheck import experiments
+from commcheck.analysis import trend
 from commcheck.report.context import Context, Section
 from commcheck.report.model import finite
 from commcheck.report.plots import Painter
 from commcheck.report.render import short_when
+from commcheck.results.store import key_label
 
 
 def _sessions(ctx: Context) -> list:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from commcheck import experiments, hockney, seeds
+from commcheck import experiments
+from commcheck.analysis import hockney, seeds
 from commcheck.report.context import Context, Section
 from commcheck.report.model import Test, checks
 from commcheck.report.plots import Painter, error_bars, legend, log_sizes, spread_caption

@@ -3,7 +3,7 @@ published finding judged on today's data."""
 
 from __future__ import annotations
 
-from commcheck import seeds
+from commcheck.analysis import seeds
 from commcheck.report import findings
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks

@@ -4,7 +4,7 @@ skipped and why, what was not selected and why."""
 from __future__ import annotations
 
 from commcheck import experiments
-from commcheck import gate as gate_mod
+from commcheck.analysis import gate as gate_mod
 from commcheck.report.context import Context, Section
 from commcheck.report.model import Case, experiment_languages, feature, finite, text
 

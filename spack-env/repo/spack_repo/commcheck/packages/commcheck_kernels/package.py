@@ -7,7 +7,7 @@ class CommcheckKernels(CMakePackage):
     """MPI communication kernels of commcheck (ping-pong, exchange, datatypes, stencil, ...).
 
     There is no release tarball: the package is built from the commcheck checkout itself.
-    Environments made by ``commcheck.spack_env`` list it under ``develop:`` with the path of
+    Environments made by ``commcheck.site.spack_env`` list it under ``develop:`` with the path of
     ``src/kernels``, so Spack builds those local sources in place (``spack develop``
     semantics) and the version ``main`` needs no download URL.
 

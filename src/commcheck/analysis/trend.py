@@ -20,8 +20,8 @@ import numpy as np
 from scipy import stats
 
 from commcheck import experiments
-from commcheck.gate import Settings, provenance_changes
-from commcheck.history import Sample, Session
+from commcheck.analysis.gate import Settings, provenance_changes
+from commcheck.results.store import Sample, Session
 
 TREND_MIN_EFFECT = 0.20     #: smallest shift of the median a change point must show
 
@@ -170,8 +170,9 @@ def points(samples: Iterable[Sample], when: dict[str, str]) -> list[Point]:
 
 
 def stream(groups: Iterable[tuple[tuple, list[Point]]], settings: Settings = Settings()):
-    """(series, change points) from one variable's points at a time (e.g. read from
-    :mod:`commcheck.sample_index`): only the variable at hand keeps its launches in memory."""
+    """(series, change points) from one variable's points at a time (e.g. read
+    from :mod:`commcheck.results.sample_index`): only the variable at hand keeps its launches
+    in memory."""
     chosen, found = {}, []
     for key, pts in groups:
         if not pts:

@@ -1,10 +1,10 @@
 """A site's facts, declared once: partitions and compiler x MPI stacks.
 
 A site is a :class:`Site`, read from a site file (``config/sites/<name>.yaml``, see
-:mod:`commcheck.sitefile`) or filled in by discovery for the embedded local site
-(:mod:`commcheck.discover`). Everything else is generated from it: the ReFrame configuration
-(:mod:`commcheck.rfmconfig`), the features the checks select on, the launch line of every job
-(:mod:`commcheck.launch`) and the Spack environments (:mod:`commcheck.spack_env`).
+:mod:`commcheck.site.sitefile`) or filled in by discovery for the embedded local site
+(:mod:`commcheck.site.discover`). Everything else is generated from it: the ReFrame configuration
+(:mod:`commcheck.site.rfmconfig`), the features the checks select on, the launch line of every job
+(:mod:`commcheck.site.launch`) and the Spack environments (:mod:`commcheck.site.spack_env`).
 
 The models validate themselves (pydantic): unknown keys, wrong types, wrappers that are not
 executable, prefixes that do not exist, a stack declared with a language it cannot build.
@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from commcheck import flavours
 from commcheck.errors import UserError
+from commcheck.site import flavours
 
 COMPILER_FAMILIES = ('gnu', 'clang', 'cray', 'intel', 'oneapi', 'nvidia', 'aocc', 'openjdk')
 # The Spack package of each compiler family (Spack 1.x: compilers are packages).

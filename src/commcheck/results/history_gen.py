@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from commcheck import experiments
-from commcheck.history import REPEAT, RFM_SCHEMA
+from commcheck.results.store import REPEAT, RFM_SCHEMA
 
 DAY = 86400.0
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from commcheck import flavours, paths, spack_env
+from commcheck import paths
 from commcheck.site import (
     Compiler,
     Mpi,
@@ -32,6 +32,8 @@ from commcheck.site import (
     Stack,
     env_flag,
     env_int,
+    flavours,
+    spack_env,
 )
 
 #: PyPI wheels ``commcheck setup-mpi`` installs: prefix name -> (flavour, pip packages).
@@ -176,7 +178,7 @@ def local_site() -> Site:
               if not s.mpi.record.java else s for s in stacks]
     cores = os.cpu_count() or 1
     return Site(
-        name='local', description='This machine, discovered by commcheck.discover',
+        name='local', description='This machine, discovered by commcheck.site.discover',
         hostnames=('.*',),
         partitions=(Partition(
             name='default', scheduler='local', launcher='mpiexec', cores=cores,

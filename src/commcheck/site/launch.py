@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import os
 
-from commcheck import flavours, mpj
+from commcheck.site import flavours, mpj
 
 
 def argv(env: dict, part: dict, ranks: int, per_node: int | None = None,
          oversubscribed: bool = False) -> list[str]:
     """The words before the program: ``env`` and ``part`` are the environment's and the
-    partition's ``extras`` as :mod:`commcheck.rfmconfig` generates them."""
+    partition's ``extras`` as :mod:`commcheck.site.rfmconfig` generates them."""
     record = flavours.flavour(env['mpi'])
     if record.java:
         # MPJ Express's multicore device: all ranks are threads of one JVM on one node,
-        # started directly (starter.jar would swallow the exit code; see commcheck.mpj).
+        # started directly (starter.jar would swallow the exit code; see commcheck.site.mpj).
         return mpj.launch_prefix(env['mpj_home'], ranks,
                                  os.path.join(env['java_build'], mpj.JAR_NAME))
     binding = part.get('binding', 'none')

@@ -207,10 +207,10 @@ def run(home: Path, ranks: int, jar: Path, program: str, *args: str,
 
 
 def main(argv: list[str]) -> int:
-    """``python -m commcheck.mpj STATE_DIR BUILD_DIR``: the MPJ_HOME and the kernels' jar, as
+    """``python -m commcheck.site.mpj STATE_DIR BUILD_DIR``: the MPJ_HOME and the kernels' jar, as
     the build fixture of a Java environment makes them."""
     if len(argv) != 2:
-        print('usage: python -m commcheck.mpj STATE_DIR BUILD_DIR', file=sys.stderr)
+        print('usage: python -m commcheck.site.mpj STATE_DIR BUILD_DIR', file=sys.stderr)
         return 2
     try:
         jar = compile_kernels(argv[1], mpj_home(argv[0]))

@@ -20,9 +20,10 @@ from rich.progress import Progress
 from rich.table import Table
 
 from commcheck import console as textconsole
-from commcheck import discover, kbuild, osu, records, rfmconfig
+from commcheck.analysis import kernel_records, osu_output
 from commcheck.errors import UserError
 from commcheck.rfm.build import osu_program
+from commcheck.site import discover, kbuild, rfmconfig
 
 ROUNDS = 7
 MIB = 1 << 20
@@ -38,7 +39,7 @@ def ours(stack, program: Path, iters: int) -> tuple[float, ...]:
     (the main job's ``floor_latency_8B`` and ``floor_bw_1048576B``)."""
     done = kbuild.launch(stack, 2, program, '--sizes', f'8,{MIB}', '--iters', str(iters),
                          '--warmup', str(max(iters // 10, 1)))
-    found = records.parse(done.stdout)
+    found = kernel_records.parse(done.stdout)
     rows = found['DATA']
     floors = {int(r['size']): r for r in found['FLOOR'] if r.get('kind') != 'none'}
     if done.returncode or len(rows) != 2 or set(floors) != {8, MIB}:
@@ -69,7 +70,7 @@ def osu_latency(stack, extras: dict, iters: int) -> tuple[float, float] | None:
     if not program:
         return None
     done = kbuild.launch(stack, 2, program, '-m', f'8:{MIB}', '-i', str(iters))
-    table = osu.parse_table(done.stdout)
+    table = osu_output.parse_table(done.stdout)
     return table[8], MIB / table[MIB]
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from commcheck.history import RFM_SCHEMA, HistoryError, ResultsDB, Stored
+from commcheck.results.store import RFM_SCHEMA, HistoryError, ResultsDB, Stored
 
 SESSION_COLUMNS = 'uuid, session_start_unix, session_end_unix, json_blob, report_file'
 

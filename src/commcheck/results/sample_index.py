@@ -26,8 +26,9 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from commcheck import paths, preflight
-from commcheck.history import (
+from commcheck import paths
+from commcheck.results import preflight
+from commcheck.results.store import (
     HistoryError,
     ResultsDB,
     Sample,

@@ -27,9 +27,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from commcheck import experiments, references
+from commcheck import experiments
 from commcheck.errors import UserError
-from commcheck.history import Sample, Session, group
+from commcheck.results import references
+from commcheck.results.store import Sample, Session, group
 
 PARAM = re.compile(r'%([\w.]+)=(\S+)')
 
@@ -223,7 +224,7 @@ def render_refs(entries: dict, previous: dict, system: str, sessions: list[str])
     head = (f'# Performance references of system {system}, written by `commcheck baseline`\n'
             f'# from {len(sessions)} session(s): {", ".join(s[:8] for s in sessions)}.\n'
             '# [value, lower, upper, unit]: bounds are fractions of value from the measured\n'
-            '# launch-to-launch noise (see commcheck.baseline); null = unbounded.\n')
+            '# launch-to-launch noise (see commcheck.analysis.baseline); null = unbounded.\n')
     return head + yaml.safe_dump(merged, sort_keys=False, default_flow_style=None, width=100)
 
 

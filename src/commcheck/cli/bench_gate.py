@@ -17,8 +17,8 @@ order after three clean ones:
 Every judged session is compared with the three clean sessions before it (the baseline), at
 5, 6, 8, 10, 12 launches a side (the first n launches of each session), by three rules:
 
-- new: :func:`commcheck.gate.compare` (sessions as the unit, MPI's own cost against the floor);
-  a session fails when a verdict is MPI regressed, both or regressed;
+- new: :func:`commcheck.analysis.gate.compare` (sessions as the unit, MPI's own cost against
+  the floor); a session fails when a verdict is MPI regressed, both or regressed;
 - old: the previous rule, kept here only (:func:`old_rule`): Mann-Whitney U on the pooled
   launches, Benjamini-Hochberg over the variables, flagged when the median is worse by > 20 %;
 - peer X %: what a site scripts on ``reframe --performance-compare`` (medians over stored
@@ -49,9 +49,11 @@ from rich.table import Table
 from scipy import stats
 
 from commcheck import console as textconsole
-from commcheck import discover, experiments, gate, kbuild, paths, records
+from commcheck import experiments, paths
+from commcheck.analysis import gate, kernel_records
 from commcheck.errors import UserError
-from commcheck.history import Sample
+from commcheck.results.store import Sample
+from commcheck.site import discover, kbuild
 
 SIZES = (8, 1024, 1 << 20)
 VARIABLES = {'latency_8B': (8, 'oneway_us', 'us'), 'latency_1024B': (1024, 'oneway_us', 'us'),
@@ -79,7 +81,7 @@ def one_launch(stack, program: Path, binding: str, extra_env: dict) -> dict[str,
                            str(ITERS), '--warmup', str(ITERS // 10)], capture_output=True,
                           text=True, timeout=300,
                           env={**kbuild.stack_environment(stack), **extra_env})
-    out = records.parse(done.stdout)
+    out = kernel_records.parse(done.stdout)
     rows = {r['size']: r for r in out['DATA']}
     floors = {r['size']: r for r in out['FLOOR'] if r.get('kind') != 'none'}
     if done.returncode or set(rows) != set(SIZES) or set(floors) != set(SIZES):

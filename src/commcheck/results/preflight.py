@@ -8,7 +8,7 @@ has another schema than ReFrame's or is read-only makes ReFrame fail when it sto
 ("failed to store results in the database") and every later session goes missing from it. Each
 such file is moved aside intact (renamed ``<name>.damaged-<time>``, never rewritten or deleted)
 and reported in one line, so the session runs and ReFrame writes a clean file. History reads the
-set-aside perflogs too (:func:`commcheck.history.perflog_files`).
+set-aside perflogs too (:func:`commcheck.results.store.perflog_files`).
 
 What cannot be set aside (a reports or state path that is a file, a directory commcheck cannot
 write) is a :func:`problems` line: ``commcheck run`` and ``commcheck preflight`` refuse it.
@@ -129,8 +129,8 @@ def protect_results_db(path: Path) -> list[str]:
 
 
 def index_damage(path: Path) -> str | None:
-    """What is wrong with commcheck's history index (:mod:`commcheck.sample_index`), or None.
-    Only damage counts: an empty index, or one of another format, is rebuilt, not moved."""
+    """What is wrong with commcheck's history index (:mod:`commcheck.results.sample_index`), or
+    None. Only damage counts: an empty index, or one of another format, is rebuilt, not moved."""
     if not path.exists():
         return None
     if not path.is_file():

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from rich.table import Table
 
-from commcheck import baseline, experiments, gate, history, paths, sample_index, trend
 from commcheck import console as textconsole
-from commcheck.history import HistoryError
+from commcheck import experiments, paths
+from commcheck.analysis import baseline, gate, trend
+from commcheck.results import sample_index, store
+from commcheck.results.store import HistoryError
 
 EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED = 0, 1, 3
 
@@ -20,7 +22,7 @@ EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED = 0, 1, 3
 console = textconsole.make()
 
 
-def _keep(sample: history.Sample, everything: bool) -> bool:
+def _keep(sample: store.Sample, everything: bool) -> bool:
     return not sample.oversubscribed and _keep_key(sample.key, sample.unit, everything)
 
 
@@ -43,12 +45,12 @@ def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
     return base, now
 
 
-def _baseline_samples(args, judged, db: history.ResultsDB) -> tuple[dict, str]:
+def _baseline_samples(args, judged, db: store.ResultsDB) -> tuple[dict, str]:
     if args.baseline_session:
-        chosen = db.load([db.resolve(u) for u in args.baseline_session], history.warn_stderr,
+        chosen = db.load([db.resolve(u) for u in args.baseline_session], store.warn_stderr,
                          cases=False)
         samples = [s for sess in chosen for s in sess.samples if _keep(s, args.all)]
-        return history.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
+        return store.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
     systems = sorted({s.system for s in judged})
     ref_dir = Path(os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
     out, names = {}, []
@@ -60,12 +62,12 @@ def _baseline_samples(args, judged, db: history.ResultsDB) -> tuple[dict, str]:
     return out, ', '.join(names)
 
 
-def _since(regressed: list[gate.Comparison], db: history.ResultsDB) -> dict:
+def _since(regressed: list[gate.Comparison], db: store.ResultsDB) -> dict:
     """Where each regressed variable's shift started in the stored history, if found: the
     variable's series is read from the sample index (only these variables are read)."""
     if not regressed:
         return {}
-    index = sample_index.open_index(db, history.warn_stderr)
+    index = sample_index.open_index(db, store.warn_stderr)
     try:
         when = {s.uuid: s.when for s in index.sessions()}
         out = {}
@@ -163,9 +165,9 @@ def _explain(comparisons, settings: gate.Settings) -> None:
 def compare(args) -> int:
     if bool(args.environ) != bool(args.against):
         raise HistoryError('--environ OLD and --against NEW go together')
-    db = history.ResultsDB(args.db or paths.RESULTS_DB)
+    db = store.ResultsDB(args.db or paths.RESULTS_DB)
     chosen = db.choose(uuids=args.session or (), last=None if args.session else 1)
-    judged_sessions = db.load(chosen, history.warn_stderr, cases=False)
+    judged_sessions = db.load(chosen, store.warn_stderr, cases=False)
     if not judged_sessions:
         raise HistoryError(f'{db.path}: no readable stored session to judge')
     judged = [s for sess in judged_sessions for s in sess.samples if _keep(s, args.all)]
@@ -178,7 +180,7 @@ def compare(args) -> int:
                                f'{args.environ} and {args.against} (environments: {found})')
         against = f'{args.environ} in the same session(s)'
     else:
-        now = history.group(judged)
+        now = store.group(judged)
         base, against = _baseline_samples(args, judged, db)
     given = {'min_effect': args.min_effect, 'alpha': args.alpha, 'min_samples': args.min_samples}
     fail_on_machine = bool(getattr(args, 'fail_on_machine_change', False))
@@ -214,14 +216,14 @@ def _groups(index: sample_index.SampleIndex, sessions: list, everything: bool, p
 
 
 def history_cmd(args) -> int:
-    db = history.ResultsDB(args.db or paths.RESULTS_DB)
+    db = store.ResultsDB(args.db or paths.RESULTS_DB)
     chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
                        until=args.until)
     if not chosen:
         raise HistoryError(f'{db.path}: no session matches the selection')
     pattern = re.compile(args.match) if args.match else None
     with console.status('searching change points...'):
-        index = sample_index.open_index(db, history.warn_stderr)
+        index = sample_index.open_index(db, store.warn_stderr)
         try:
             sessions = index.sessions(chosen)
             series, points = trend.stream(_groups(index, sessions, args.all, pattern))
@@ -240,7 +242,7 @@ def history_cmd(args) -> int:
             + (f": {', '.join(f'{k} {a} -> {b}' for k, (a, b) in cp.provenance_changes.items())}"
                if cp.provenance_changes else '')
             for cp in by_key.get(key, []))
-        table.add_row(history.key_label(key), str(len(pts)), f'{pts[0].value:.4g}',
+        table.add_row(store.key_label(key), str(len(pts)), f'{pts[0].value:.4g}',
                       f'{pts[-1].value:.4g}', cps or '-')
     console.print(table)
     if args.json:

@@ -104,10 +104,10 @@ def ensure_mpi4py(cc: str, mpi_version: str, state_dir: str | os.PathLike,
 
 
 def main(argv: list[str]) -> int:
-    """``python -m commcheck.mpi4py_build MPICC MPI_VERSION STATE_DIR``: as the build fixture of
-    an environment with Python runs it; prints the directory for PYTHONPATH."""
+    """``python -m commcheck.site.mpi4py_build MPICC MPI_VERSION STATE_DIR``: as the build
+    fixture of an environment with Python runs it; prints the directory for PYTHONPATH."""
     if len(argv) != 3:
-        print('usage: python -m commcheck.mpi4py_build MPICC MPI_VERSION STATE_DIR',
+        print('usage: python -m commcheck.site.mpi4py_build MPICC MPI_VERSION STATE_DIR',
               file=sys.stderr)
         return 2
     try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from commcheck import spack_env
+from commcheck.site import spack_env
 
 #: Spack could need an hour to index its repository and concretize on a slow machine.
 TIMEOUT = 3600
@@ -41,7 +41,7 @@ def mirror_stack(spack: str, stack, spack_settings: dict, directory: str, scratc
 def main(args) -> int:
     """Make (or add to) the mirror ``args.dir`` for the site ``args.site``; 0 when every Spack
     stack's sources are in it. Errors are :class:`commcheck.site.SiteError` (one line)."""
-    from commcheck import sitefile
+    from commcheck.site import sitefile
     site = sitefile.load_named(args.site)
     spack = spack_env.find_spack()
     if spack is None:

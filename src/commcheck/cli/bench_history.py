@@ -1,8 +1,8 @@
 """Benchmark, not a test: what the gate's data path costs as the stored history grows.
 
 For each size, a history of N nightly sessions is made from one real session
-(:mod:`commcheck.history_gen`: new uuids, noise, drifts, two planted upgrades) into a ReFrame
-results database, and each command a site runs is timed in its own process, with its peak
+(:mod:`commcheck.results.history_gen`: new uuids, noise, drifts, two planted upgrades) into a
+ReFrame results database, and each command a site runs is timed in its own process, with its peak
 memory (the child's ``ru_maxrss`` from ``wait4``):
 
 - ``baseline --last 20``: decodes the last 20 sessions where no index exists yet, else reads
@@ -29,7 +29,8 @@ from pathlib import Path
 from rich.table import Table
 
 from commcheck import console as textconsole
-from commcheck import history, history_gen, paths
+from commcheck import paths
+from commcheck.results import history_gen, store
 
 console = textconsole.make()
 SOURCE = paths.REPO_ROOT / 'tests' / 'report' / 'fixtures' / 'session-main.json.gz'
@@ -67,7 +68,7 @@ def one_size(report: dict, n: int, repeat: int, widen: int, root: Path) -> dict[
     env = {**os.environ, 'COMMCHECK_REPORTS': str(where), 'COMMCHECK_STATE': str(where / 'state'),
            'RFM_REFERENCE_PREFIX': str(where / 'refs'), 'RFM_SQLITE_DB_FILE': str(db)}
     cc = [sys.executable, '-m', 'commcheck.cli']
-    stored = history.ResultsDB(db).stored()
+    stored = store.ResultsDB(db).stored()
     newest, window = stored[-1], stored[-1 - BASELINE_SESSIONS:-1] or stored[:1]
     peer = f'{_stamp(window[0].time_start)}:{_stamp(newest.time_start)}/{newest.uuid}/median:/'
     per_session = sum(len(r['testcases']) for r in gen.session(0)['runs'])
@@ -121,7 +122,7 @@ def main(args) -> int:
     try:
         report = history_gen.source_report(source)
     except (OSError, ValueError) as err:
-        raise history.HistoryError(f'{source}: not a readable run report ({err})') from None
+        raise store.HistoryError(f'{source}: not a readable run report ({err})') from None
     sizes = args.sessions or [30, 120, 365]
     results = {}
     with tempfile.TemporaryDirectory(prefix='commcheck-bench-history-',

@@ -7,7 +7,7 @@ naming where it is, and the rest is returned. Nothing here writes.
 
 The results database is read selectively (:class:`ResultsDB`): sessions are listed and chosen
 from its uuid and start-time columns, and only the chosen sessions' JSON records are decoded.
-Series over many sessions come from the derived index, :mod:`commcheck.sample_index`.
+Series over many sessions come from the derived index, :mod:`commcheck.results.sample_index`.
 
 A *sample* is one performance value of one launch: one test case of one session (``--repeat N``
 makes N launches of each test in one session).
@@ -286,7 +286,7 @@ def decode_record(blob, where: str, warn: Warn) -> Session | None:
 
 def read_db(path: str | Path, warn: Warn = warn_stderr) -> list[Session]:
     """Every session of a ReFrame results database, oldest first. Opened read-only. Commands
-    read only what they need (:func:`read_selected`, :mod:`commcheck.sample_index`)."""
+    read only what they need (:func:`read_selected`, :mod:`commcheck.results.sample_index`)."""
     db = ResultsDB(path)
     return db.load(db.stored(), warn)
 
@@ -340,7 +340,7 @@ def read_perflog(path: str | Path, warn: Warn = warn_stderr) -> list[Sample]:
     Undecodable bytes and malformed lines are skipped with a warning naming the line."""
     from datetime import datetime
 
-    from commcheck.rfmconfig import PERFLOG_FIELDS
+    from commcheck.site.rfmconfig import PERFLOG_FIELDS
     path = Path(path)
     try:
         raw = path.read_bytes()
