@@ -32,3 +32,62 @@ def test_ruff_fails_on_a_defect(tmp_path):
     done = subprocess.run([*ruff(), 'check', '--no-cache', 'bad.py'], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and 'F401' in done.stdout
+
+
+#: The package's layers, lowest first: a module imports only from its own layer and those
+#: below it (``base``: the top-level modules, paths, errors, console, yamltext, experiments).
+LAYERS = ('base', 'site', 'results', 'analysis', 'rfm', 'report', 'cli')
+#: Layers that import ReFrame: its glue, and the readers of ReFrame's own results database.
+REFRAME_LAYERS = {'rfm', 'results'}
+
+
+def layer_of(package: Path, module: str) -> str:
+    parts = module.split('.')
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (package / parts[1]).is_dir()) \
+        else 'base'
+
+
+def layering_faults(package: Path) -> list[str]:
+    """Imports that reach up a layer, or ReFrame from a layer that should not need it."""
+    import ast
+    faults = []
+    for path in sorted(package.rglob('*.py')):
+        rel = path.relative_to(package.parent).with_suffix('')
+        me = '.'.join(p for p in rel.parts if p != '__init__')
+        mine = layer_of(package, me)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets = [node.module] if node.module != package.name else \
+                    [f'{package.name}.{a.name}' for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                root = target.split('.')[0]
+                if root == package.name and \
+                        LAYERS.index(layer_of(package, target)) > LAYERS.index(mine):
+                    faults.append(f'{me} ({mine}) imports {target} ({layer_of(package, target)})')
+                elif root == 'reframe' and mine not in REFRAME_LAYERS:
+                    faults.append(f'{me} ({mine}) imports {target}')
+    return faults
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    package = ROOT / 'src' / 'commcheck'
+    assert {p.name for p in package.iterdir() if (p / '__init__.py').exists()} == \
+        set(LAYERS) - {'base'}
+    assert layering_faults(package) == []
+
+
+def test_an_import_reaching_up_a_layer_is_found(tmp_path):
+    package = tmp_path / 'commcheck'
+    for sub in ('site', 'analysis'):
+        (package / sub).mkdir(parents=True)
+        (package / sub / '__init__.py').write_text('')
+    (package / '__init__.py').write_text('')
+    (package / 'site' / 'stacks.py').write_text('from commcheck.analysis import gate\n')
+    (package / 'analysis' / 'gate.py').write_text('import reframe\nfrom commcheck import site\n')
+    assert layering_faults(package) == [
+        'commcheck.analysis.gate (analysis) imports reframe',
+        'commcheck.site.stacks (site) imports commcheck.analysis (analysis)']
