@@ -198,6 +198,12 @@ FLOOR_LANGUAGES = ('c', 'fortran')
 _FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
 
 
+def check_of(display_name: str) -> str:
+    """The check (test class) of a ReFrame display name: ``PingPong %lang=c`` -> ``PingPong``."""
+    words = display_name.split()
+    return words[0] if words else ''
+
+
 def floor_variable(variable: str) -> FloorVariable | None:
     """The declaration a floor perf variable (``floor_bw_1048576B``) belongs to, or None."""
     found = _FLOOR_NAME.match(variable)

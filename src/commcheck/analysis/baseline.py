@@ -28,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from commcheck import experiments
+from commcheck.analysis import robust
 from commcheck.errors import UserError
 from commcheck.results import references
 from commcheck.results.store import Sample, Session, group
@@ -135,10 +136,10 @@ def tolerance(values: list[float], direction: str, policy: Policy) -> tuple[floa
     slowest baseline launch's factor - 1)): +r for a lower-is-better variable, -(1 - 1/(1 + r))
     for a higher-is-better one (a factor 2 is +100 % latency or -50 % bandwidth)."""
     med = statistics.median(values)
-    mad = statistics.median(abs(v - med) for v in values)
+    mad = robust.mad(values, med)
     lower = direction == experiments.LOWER_IS_BETTER
     slowest = max(values) / med if lower else med / min(values)
-    excess = max(policy.floor, policy.mad_factor * 1.4826 * mad / med,
+    excess = max(policy.floor, policy.mad_factor * robust.MAD_TO_SIGMA * mad / med,
                  policy.spread_factor * (slowest - 1))
     return med, mad, excess if lower else 1 - 1 / (1 + excess)
 
@@ -201,7 +202,7 @@ def ref_entries(variables: list[Variable]) -> dict:
     for v in variables:
         if experiments.floor_variable(v.variable):
             continue        # the machine's figure: gated by `commcheck compare`, not ReFrame
-        check = v.test.split()[0]
+        check = experiments.check_of(v.test)
         params = index_of(v.test)
         entry = out.setdefault(check, {'$index': ['$partition', '$environ', *params]})
         level = entry.setdefault(f'{v.system}:{v.partition}', {}).setdefault(

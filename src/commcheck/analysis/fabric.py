@@ -27,7 +27,8 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-MAD_TO_SIGMA = 1.4826
+from commcheck.analysis.robust import sigma
+
 #: The metrics judged: name -> (pair field, unit, worse direction).
 METRICS = {'latency': ('latency_us', 'us', 'higher'), 'bandwidth': ('bw_MBps', 'MB/s', 'lower')}
 #: Nodes needed to name a node: each then has >= 3 pairs, and one bad peer cannot move its median.
@@ -177,7 +178,7 @@ MIN_SPREAD = 0.01
 def robust(values: Sequence[float]) -> tuple[float, float]:
     """(median, scaled MAD) of the values, the MAD at least MIN_SPREAD x the median."""
     med = statistics.median(values)
-    mad = MAD_TO_SIGMA * statistics.median(abs(v - med) for v in values)
+    mad = sigma(values, med)
     return med, max(mad, MIN_SPREAD * abs(med))
 
 

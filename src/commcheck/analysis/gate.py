@@ -52,6 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from commcheck import experiments
+from commcheck.analysis import robust
 from commcheck.results.store import Sample, key_label
 
 FORMAT_VERSION = 2      #: of the JSON ``commcheck compare`` writes
@@ -69,7 +70,6 @@ DECIDED = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, IMPROVED, UNCHANGED)
 WORSE, BETTER, SAME, UNKNOWN = 'worse', 'better', 'same', 'unknown'
 #: Provenance fields that must match for two samples to measure the same thing.
 SAME_SETUP = ('binding', 'placement')
-MAD_SIGMA = 1.4826          #: MAD to standard deviation of a normal distribution
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,11 +134,6 @@ class Series:
         return [statistics.median(g) for g in groups.values()]
 
 
-def _robust_sd(values: list[float]) -> float:
-    med = statistics.median(values)
-    return MAD_SIGMA * statistics.median(abs(v - med) for v in values)
-
-
 def _min_rank_launches(alpha: float) -> int:
     """Launches a side (equal sides) at which Mann-Whitney can reach p < alpha at all."""
     n = 1
@@ -176,8 +171,8 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
     change = statistics.median(new.values) - statistics.median(base.values)
     low, high = _boot_halfwidth(base.values, new.values, level, settings)
     medians = base.by_session()
-    between = _robust_sd(medians) if len(medians) >= settings.min_sessions else None
-    threshold = settings.threshold(between, _robust_sd(base.values))
+    between = robust.sigma(medians) if len(medians) >= settings.min_sessions else None
+    threshold = settings.threshold(between, robust.sigma(base.values))
     p = 1.0 if len(set(base.values) | set(new.values)) == 1 else float(
         stats.mannwhitneyu(new.values, base.values, alternative='two-sided').pvalue)
     n = min(len(base.values), len(new.values))
@@ -253,7 +248,7 @@ class Comparison:
 
     @property
     def check(self) -> str:
-        return self.key[3].split()[0]
+        return experiments.check_of(self.key[3])
 
     @property
     def variable(self) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 from scipy import stats
 
 from commcheck import experiments
+from commcheck.analysis import robust
 from commcheck.analysis.gate import Settings, provenance_changes
 from commcheck.results.store import Sample, Session
 
@@ -111,7 +112,8 @@ def pelt_l2(signal, pen: float) -> list[int]:
 def _candidates(values: list[float]) -> list[int]:
     signal = np.log(np.asarray(values, float))
     diffs = np.diff(signal)
-    noise = 1.4826 * np.median(np.abs(diffs - np.median(diffs))) / math.sqrt(2) if len(diffs) else 0
+    # a step's noise from successive differences (their sigma is sqrt(2) x the series')
+    noise = robust.sigma(diffs) / math.sqrt(2) if len(diffs) else 0
     scale = noise if noise > 1e-12 else (np.std(signal) or 1.0)
     return [b for b in pelt_l2(signal / scale, 3 * math.log(len(values))) if b < len(values)]
 
@@ -133,7 +135,7 @@ def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
         p = float(stats.mannwhitneyu([s.value for s in after], [s.value for s in before],
                                      alternative='two-sided').pvalue)
         if p < settings.alpha and abs(math.log(ratio)) > math.log(1 + min_effect):
-            direction = experiments.direction(key[3].split()[0], key[4], before[0].unit)
+            direction = experiments.direction(experiments.check_of(key[3]), key[4], before[0].unit)
             worse = None if direction is None else (
                 ratio > 1 if direction == experiments.LOWER_IS_BETTER else ratio < 1)
             found.append(ChangePoint(

@@ -27,7 +27,7 @@ def _keep(sample: store.Sample, everything: bool) -> bool:
 
 
 def _keep_key(key: tuple, unit: str, everything: bool) -> bool:
-    check, variable = key[3].split()[0], key[4]
+    check, variable = experiments.check_of(key[3]), key[4]
     if everything:
         return experiments.direction(check, variable, unit) is not None
     return variable in experiments.gated_variables(check)

@@ -66,7 +66,7 @@ class Case:
 
     @property
     def check(self) -> str:
-        return self.display_name.split()[0] if self.display_name.split() else ''
+        return experiments.check_of(self.display_name)
 
     @property
     def params(self) -> dict[str, str]:
@@ -178,7 +178,7 @@ class Test:
 
     @functools.cached_property
     def check(self) -> str:
-        return self.test.split()[0]
+        return experiments.check_of(self.test)
 
     @functools.cached_property
     def params(self) -> dict[str, str]:

@@ -172,7 +172,7 @@ class Generator:
                 and math.isfinite(entry[0]) and entry[0] > 0):
             return entry
         rng, noise = self.rng, self.noise
-        check, variable = tmpl['display_name'].split()[0], name.split(':')[-1]
+        check, variable = experiments.check_of(tmpl['display_name']), name.split(':')[-1]
         key = (REPEAT.sub('', tmpl['display_name']), tmpl.get('environ'), name)
         way = experiments.direction(check, variable, str(entry[4] if len(entry) > 4 else ''))
         if key not in shared:               # one machine state per session and variable

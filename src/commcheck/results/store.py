@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from commcheck import experiments
 from commcheck.errors import UserError
 
 Warn = Callable[[str], None]
@@ -56,7 +57,7 @@ class Sample:                                           # frozen construction is
 
     @property
     def check(self) -> str:
-        return self.test.split()[0]
+        return experiments.check_of(self.test)
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:

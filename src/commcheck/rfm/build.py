@@ -28,7 +28,6 @@ or a site module that puts them on PATH (``extras['osu_module']``).
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import re
 import shlex
@@ -56,7 +55,8 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     build_timeout = variable(str, value='60m')
     local_prefix = variable(str, value='install')
 
-    #: sha256 of the Spack environment's lock file after the build (Spack path), for provenance.
+    #: sha256 of the Spack environment's lock file after the build (Spack path), for provenance
+    #: (:func:`commcheck.site.spack_env.lock_digest`; empty without one).
     spack_lock = variable(str, value='')
 
     #: Why OSU is not installed for this stack (Spack path), empty when it is.
@@ -212,10 +212,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         if self.backend != 'spack':
             return
         env_dir = self.current_environ.extras.get('spack_env') or ''
-        lock = os.path.join(env_dir, 'spack.lock')
-        if os.path.isfile(lock):
-            with open(lock, 'rb') as handle:
-                self.spack_lock = hashlib.sha256(handle.read()).hexdigest()[:16]
+        self.spack_lock = spack_env.lock_digest(env_dir)
         marker = spack_env.osu_failure_marker(env_dir)
         if os.path.isfile(marker):
             with open(marker, encoding='utf-8') as handle:

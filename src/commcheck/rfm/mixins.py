@@ -8,7 +8,6 @@ a site.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import socket
@@ -22,7 +21,7 @@ from reframe.core.exceptions import PerformanceError, SanityError
 from commcheck import __version__, paths
 from commcheck.results import references
 from commcheck.rfm.launcher import StackLauncher
-from commcheck.site import flavours
+from commcheck.site import flavours, spack_env
 from commcheck.site.rfmconfig import REQUIRED_EXTRAS
 
 AFFINITY = re.compile(r'^AFFINITY cpus=(\d+)', re.MULTILINE)
@@ -51,17 +50,6 @@ def label_mismatch(environ: str, extras: dict, libraries: list[str]) -> str | No
             return (f'label mismatch: {environ} declares {title} {want_version}, but the kernel '
                     f'ran with {flavours.FLAVOURS[flavour].title} {version} ("{text}")')
     return None
-
-
-def spack_lock_digest(env_dir: str | None) -> dict[str, str]:
-    """``{'spack_lock': <sha256, 12 hex>}`` of a Spack environment's lock (what was built, down
-    to every dependency's hash), where the stack builds with Spack and has concretized."""
-    lock = os.path.join(env_dir, 'spack.lock') if env_dir else ''
-    try:
-        with open(lock, 'rb') as handle:
-            return {'spack_lock': hashlib.sha256(handle.read()).hexdigest()[:12]}
-    except OSError:
-        return {}
 
 
 class ForeignEnvironment(Exception):
@@ -177,7 +165,8 @@ class StackCheck(rfm.RegressionTestPlugin):
             'host': socket.gethostname(),
             **{f'env.{k}': v for k, v in sorted(os.environ.items())
                if k.startswith(MPI_ENV_PREFIXES)},
-            **spack_lock_digest(env.get('spack_env')),
+            **({'spack_lock': lock} if (lock := spack_env.lock_digest(env.get('spack_env')))
+               else {}),
         }
 
     @run_after('setup')

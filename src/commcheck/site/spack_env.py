@@ -381,8 +381,24 @@ def mirror_of(spack_settings: dict) -> str | None:
     return env_flag('COMMCHECK_SPACK_MIRROR') or spack_settings.get('mirror') or None
 
 
+#: Hex digits of a sha256 kept to name what was built (environment texts, locks): 48 bits.
+DIGEST_DIGITS = 12
+
+
+def lock_digest(env_dir: str | None) -> str:
+    """sha256 (DIGEST_DIGITS hex digits) of a Spack environment's lock (what was built, down to
+    every dependency's hash); '' where there is no lock (not concretized, or a CMake build)."""
+    import hashlib
+    try:
+        with open(os.path.join(env_dir, 'spack.lock') if env_dir else '', 'rb') as handle:
+            return hashlib.sha256(handle.read()).hexdigest()[:DIGEST_DIGITS]
+    except OSError:
+        return ''
+
+
 def repo_digest(folder: str) -> str:
-    """sha256 (12 hex digits) of the ``*.py`` and ``*.yaml`` files under a package repository.
+    """sha256 (DIGEST_DIGITS hex digits) of the ``*.py`` and ``*.yaml`` files under a package
+    repository.
 
     It heads each environment's text: a changed recipe changes the text, so the lock is dropped
     and Spack concretizes anew (a kept lock would keep the old spec and, for the kernels built
@@ -398,7 +414,7 @@ def repo_digest(folder: str) -> str:
                 digest.update(os.path.relpath(path, folder).encode())
                 with open(path, 'rb') as handle:
                     digest.update(handle.read())
-    return digest.hexdigest()[:12]
+    return digest.hexdigest()[:DIGEST_DIGITS]
 
 
 def stack_env_text(stack, *, spack_settings: dict, view: str, state_dir: str,

@@ -72,7 +72,8 @@ def _rows(ctx: Context, sessions: list) -> list[dict]:
         latest = values[-1]
         rows.append({
             'key': list(key), 'label': key_label(key), 'environ': key[2], 'test': key[3],
-            'check': key[3].split()[0], 'variable': key[4], 'unit': pts[-1].samples[0].unit,
+            'check': experiments.check_of(key[3]), 'variable': key[4],
+            'unit': pts[-1].samples[0].unit,
             'points': [{'session': p.session[:8], 'when': p.when, 'index': index[p.session],
                         'value': v} for p, v in zip(pts, values)],
             'first': values[0], 'latest': latest, 'baseline': base,
