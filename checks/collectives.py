@@ -9,7 +9,6 @@ OSU (see checks/osu.py). Perf variables: ``<op>_<size>B`` and ``barrier``, in us
 slowest rank's), the names shared by both checks.
 """
 
-import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -26,7 +25,7 @@ from commcheck.analysis import kernel_records, osu_output
 from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
-from commcheck.rfm.perf import data_records, kernel_passed, perf_record
+from commcheck.rfm.perf import data_records, job_output, kernel_passed, perf_record
 
 
 class PartitionWide(rfm.RunOnlyRegressionTest, StackCheck):
@@ -113,8 +112,7 @@ class OsuCollectives(PartitionWide, OsuProgram):
             self.executable_opts += ['-m', self.sizes, '-c']
 
     def _table(self) -> dict:
-        with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
-            text = fp.read()
+        text = job_output(self)
         if self.benchmark == 'osu_barrier':
             return {0: osu_output.parse_single(text)}
         return osu_output.parse_table(text)
@@ -124,8 +122,7 @@ class OsuCollectives(PartitionWide, OsuProgram):
         """A validated result (OSU's ``-c``) for every size; osu_barrier: its one figure."""
         if self.benchmark == 'osu_barrier':
             return sn.assert_true(self._table())
-        with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
-            problems = osu_output.problems(fp.read(), kernel_records.parse_sizes(self.sizes))
+        problems = osu_output.problems(job_output(self), kernel_records.parse_sizes(self.sizes))
         return sn.assert_false(problems, msg='; '.join(problems))
 
     @run_before('performance')

@@ -10,7 +10,6 @@ the same useful payload (doubles as pairs of floats, OSU has no double type) and
 difference: an independent check that our vector-type timing is what MPI gives.
 """
 
-import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -20,7 +19,7 @@ from commcheck import experiments
 from commcheck.analysis import hockney, kernel_records, osu_output
 from commcheck.rfm.build import osu_program
 from commcheck.rfm.p2p import TwoRankSweep
-from commcheck.rfm.perf import computed_variables, run_passed
+from commcheck.rfm.perf import computed_variables, job_output, run_passed
 
 MODES = ['stride', 'loop', 'pack', 'subarray']
 JAVA_MODES = ('stride', 'loop')
@@ -78,13 +77,11 @@ class DerivedDatatypes(TwoRankSweep):
                          '-x', str(self.warmup)])
 
     def _osu_oneway_us(self) -> float:
-        with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
-            text = fp.read().split('# OSU cross-check', 1)[1]
+        text = job_output(self).split('# OSU cross-check', 1)[1]
         return next(iter(osu_output.parse_table(text).values()))
 
     def _runs(self):
-        with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
-            return kernel_records.split_runs(fp.read())
+        return kernel_records.split_runs(job_output(self))
 
     @sanity_function
     def validated(self):

@@ -5,7 +5,6 @@ The independent peer of our ping-pong: the same perf-variable names (``latency_<
 Spack environment or a site install (``OSU_ROOT``); elsewhere the check is skipped, saying why.
 """
 
-import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -15,6 +14,7 @@ from commcheck.analysis import kernel_records, osu_output
 from commcheck.experiments import BY_CHECK
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
+from commcheck.rfm.perf import job_output
 
 SIZES = '1:1048576'
 # benchmark -> (perf-variable prefix, unit)
@@ -39,8 +39,7 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
     @sanity_function
     def table_complete(self):
         """A validated result (OSU's own ``-c`` check passed) for every size asked for."""
-        with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
-            problems = osu_output.problems(fp.read(), kernel_records.parse_sizes(SIZES))
+        problems = osu_output.problems(job_output(self), kernel_records.parse_sizes(SIZES))
         return sn.assert_false(problems, msg='; '.join(problems))
 
     @run_before('performance')
@@ -48,8 +47,7 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
         if self.is_dry_run():
             return
         name, unit = BENCHMARKS[self.benchmark]
-        with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
-            table = osu_output.parse_table(fp.read())
+        table = osu_output.parse_table(job_output(self))
         self.perf_variables = {
             f'{name}_{size}B': sn.make_performance_function(sn.defer(value), unit)
             for size, value in table.items()}

@@ -10,7 +10,6 @@ Defaults fit a login node; seed 002's sizes: ``--mode seeds`` (4800 x 4800, 500 
 """
 
 import math
-import os
 import re
 
 import reframe as rfm
@@ -27,7 +26,7 @@ from reframe.core.builtins import (
 from commcheck import experiments
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
-from commcheck.rfm.perf import computed_variables, kernel_run, perf_record
+from commcheck.rfm.perf import computed_variables, job_output, kernel_run, perf_record
 
 GRID_N = 1920      # 59 MB of grids, beyond the caches: bw_fraction then means something
 STEPS = 50
@@ -61,8 +60,7 @@ def stencil_verified(check, verify: str | None) -> None:
 
 def describe_bound(check, grid_bytes: int) -> str:
     """Which level of the memory hierarchy the stencil and its STREAM bound ran from."""
-    with open(os.path.join(check.stagedir, str(check.stdout)), errors='replace') as fp:
-        match = LLC.search(fp.read())
+    match = LLC.search(job_output(check))
     llc = 0
     if match:
         llc = int(match.group(1)) * {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}[

@@ -31,7 +31,7 @@ from commcheck import experiments
 from commcheck.analysis import robust
 from commcheck.errors import UserError
 from commcheck.results import references
-from commcheck.results.store import Sample, Session, group
+from commcheck.results.store import Sample, Session, group, interned
 
 PARAM = re.compile(r'%([\w.]+)=(\S+)')
 
@@ -89,7 +89,7 @@ class BaselineFile(BaseModel):
 
     def samples(self) -> dict[tuple, list[Sample]]:
         """The baseline's launches as :class:`Sample` objects, keyed like history's."""
-        out, shared = {}, {}
+        out = {}
         for v in self.variables:
             sessions = v.sessions if len(v.sessions) == len(v.samples) else None
             times = v.times if len(v.times) == len(v.samples) else None
@@ -97,17 +97,9 @@ class BaselineFile(BaseModel):
                                  time=times[i] if times else 0.0, system=v.system,
                                  partition=v.partition, environ=v.environ, test=v.test,
                                  variable=v.variable, value=x, unit=v.unit, result='pass',
-                                 provenance=_shared(shared, p))
+                                 provenance=interned(p))
                           for i, (x, p) in enumerate(zip(v.samples, v.provenance))]
         return out
-
-
-def _shared(seen: dict, provenance: dict) -> tuple:
-    """One tuple for each distinct setup (a baseline repeats a handful over every launch)."""
-    raw = tuple(provenance.items())
-    if raw not in seen:
-        seen[raw] = tuple(sorted(raw))
-    return seen[raw]
 
 
 def baseline_path(ref_dir: Path, system: str) -> Path:

@@ -239,10 +239,7 @@ class SampleIndex:
             'FROM keys k JOIN samples x ON x.key = k.id JOIN sessions s ON x.session = s.id '
             'WHERE k.system = ? AND k.partition = ? AND k.environ = ? AND k.test = ? '
             'AND k.variable = ? ORDER BY s.time_start, s.uuid, x.launch', key)
-        return [Sample(session=u, time=t, system=key[0], partition=key[1], environ=key[2],
-                       test=key[3], variable=key[4], value=v, unit=unit, result=res,
-                       oversubscribed=bool(over), provenance=self._provenance(pid))
-                for u, t, v, unit, res, over, pid in rows if wanted is None or u in wanted]
+        return [self._sample(key, *row) for row in rows if wanted is None or row[0] in wanted]
 
     def load(self, chosen: Iterable[Stored]) -> list[Session]:
         """The chosen sessions' samples, as :meth:`ResultsDB.load` with ``cases=False`` gives
@@ -256,11 +253,8 @@ class SampleIndex:
             'x.value, x.unit, x.result, x.oversubscribed, x.provenance FROM samples x '
             'JOIN sessions s ON x.session = s.id JOIN keys k ON x.key = k.id '
             f'WHERE s.problem IS NULL AND s.uuid IN ({marks}) ORDER BY x.rowid', list(by_uuid))
-        for u, system, part, env, test, var, t, v, unit, res, over, pid in rows:
-            by_uuid[u].append(Sample(session=u, time=t, system=system, partition=part,
-                                     environ=env, test=test, variable=var, value=v, unit=unit,
-                                     result=res, oversubscribed=bool(over),
-                                     provenance=self._provenance(pid)))
+        for u, *key, t, v, unit, res, over, pid in rows:
+            by_uuid[u].append(self._sample(key, u, t, v, unit, res, over, pid))
         readable = {u for u, in self._query(
             f'SELECT uuid FROM sessions WHERE problem IS NULL AND uuid IN ({marks})',
             list(by_uuid))}
@@ -269,6 +263,12 @@ class SampleIndex:
         return [Session(uuid=s.uuid, time_start=s.time_start,
                         info={'uuid': s.uuid, 'time_start': when.get(s.uuid, '')}, cases=[],
                         samples=by_uuid[s.uuid]) for s in chosen if s.uuid in readable]
+
+    def _sample(self, key, uuid, time, value, unit, result, oversubscribed, pid) -> Sample:
+        """A sample from one row of the index (its key: system .. variable)."""
+        return Sample(session=uuid, time=time, system=key[0], partition=key[1], environ=key[2],
+                      test=key[3], variable=key[4], value=value, unit=unit, result=result,
+                      oversubscribed=bool(oversubscribed), provenance=self._provenance(pid))
 
     def _provenance(self, pid: int) -> tuple:
         if pid not in self._prov:

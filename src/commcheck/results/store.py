@@ -98,6 +98,15 @@ def job_nodes(case: dict) -> list[str]:
     return [str(n) for n in case.get('job_nodelist') or [] if n not in (None, 'None', '')]
 
 
+def interned(provenance: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A sample's provenance as its sorted tuple, one shared copy for each distinct setup
+    (thousands of samples share each: a year of history would hold millions of copies)."""
+    items = tuple(sorted(provenance.items()))
+    if len(_SHARED) > 100_000:
+        _SHARED.clear()
+    return _SHARED.setdefault(items, items)
+
+
 def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]:
     perf = case.get('perfvalues') or {}
     if not isinstance(perf, dict):
@@ -106,10 +115,7 @@ def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]
     prov = case.get('provenance')
     prov = prov if isinstance(prov, dict) else {}
     prov = {**{k: str(v) for k, v in prov.items()}, 'nodelist': ','.join(job_nodes(case))}
-    provenance = tuple(sorted(prov.items()))
-    if len(_SHARED) > 100_000:
-        _SHARED.clear()
-    provenance = _SHARED.setdefault(provenance, provenance)   # one copy of each setup
+    provenance = interned(prov)
     out = []
     common = {'session': uuid, 'time': float(case.get('job_completion_time_unix') or 0.0),
               'system': str(case.get('system') or ''),

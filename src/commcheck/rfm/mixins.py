@@ -21,6 +21,7 @@ from reframe.core.exceptions import PerformanceError, SanityError
 from commcheck import __version__, paths
 from commcheck.results import references
 from commcheck.rfm.launcher import StackLauncher
+from commcheck.rfm.perf import job_output
 from commcheck.site import flavours, spack_env
 from commcheck.site.rfmconfig import REQUIRED_EXTRAS
 
@@ -203,8 +204,7 @@ class StackCheck(rfm.RegressionTestPlugin):
         if self.is_dry_run():
             return
         try:
-            with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
-                libraries = META_LIBRARY.findall(fp.read())
+            libraries = META_LIBRARY.findall(job_output(self))
         except OSError:
             return
         problem = label_mismatch(self.current_environ.name, self.current_environ.extras,
@@ -240,8 +240,7 @@ class StackCheck(rfm.RegressionTestPlugin):
         if self.is_dry_run():
             return
         try:
-            with open(os.path.join(self.stagedir, str(self.stdout)), errors='replace') as fp:
-                match = AFFINITY.search(fp.read())
+            match = AFFINITY.search(job_output(self))
         except OSError:
             return
         if not match:

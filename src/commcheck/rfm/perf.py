@@ -11,8 +11,15 @@ from commcheck import experiments
 from commcheck.analysis import kernel_records
 
 
+def job_output(check) -> str:
+    """The text of the test's job stdout (undecodable bytes replaced): every reader of a job's
+    output reads it here."""
+    with open(os.path.join(check.stagedir, str(check.stdout)), errors='replace') as fp:
+        return fp.read()
+
+
 def _stdout_records(check) -> dict[str, list[dict]]:
-    return kernel_records.parse_file(os.path.join(check.stagedir, str(check.stdout)))
+    return kernel_records.parse(job_output(check))
 
 
 @sn.deferrable
@@ -75,8 +82,7 @@ def sweep_variables(check, field: str, name: str, unit: str) -> dict:
 
 def kernel_run(check, kernel: str) -> dict[str, list[dict]]:
     """The records of one kernel's run in a job that ran several (``META kernel=<kernel>``)."""
-    text = open(os.path.join(check.stagedir, str(check.stdout)), errors='replace').read()
-    for run in kernel_records.split_runs(text):
+    for run in kernel_records.split_runs(job_output(check)):
         if run['META'] and run['META'][0].get('kernel') == kernel:
             return run
     raise kernel_records.RecordError(f'no output of kernel {kernel!r} in {check.stdout}')
