@@ -151,6 +151,12 @@ def write_report(sessions: list[Session], out_root: Path, *,
             'environments': envs, 'generated': datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec='seconds'), 'commcheck': __version__,
             'directory': out_dir.name}
+    return _write_files(out_dir, built, meta, verdict, note, started)
+
+
+def _write_files(out_dir: Path, built: list[dict], meta: dict, verdict: dict, note,
+                 started: float) -> Path:
+    """``index.html``, ``summary.md`` and ``data.json`` of the built sections."""
     env = render.html_environment()
     rendered = _render_sections(env, built, meta, note)
     page = env.get_template('index.html.j2').render(sections=rendered, meta=meta,

@@ -63,23 +63,7 @@ def _plot(p: Painter, rows: list[dict], lang: str):
             for env in envs:
                 pts = [r for r in mine if r['variant'] == variant and r['environ'] == env
                        and r[var] is not None]
-                if not pts:
-                    continue
-                color = p.color(env)
-                normal = [r for r in pts if not r['oversubscribed']]
-                over = [r for r in pts if r['oversubscribed']]
-                ax.plot([r['ranks'] for r in normal], [r[var] for r in normal], '-o', ms=4,
-                        color=color, label=env)
-                error_bars(ax, [r['ranks'] for r in pts], [r[var] for r in pts],
-                           [r['spread'][var] if r['spread'][var][0] is not None else None
-                            for r in pts], color)
-                if over:
-                    joined = normal[-1:] + over
-                    ax.plot([r['ranks'] for r in joined], [r[var] for r in joined], ':',
-                            color=color, lw=1)
-                    ax.plot([r['ranks'] for r in over], [r[var] for r in over], 'X', ms=7,
-                            markerfacecolor='white', markeredgecolor=color)
-                    drawn_over = True
+                drawn_over = _draw_stack(ax, pts, var, env, p.color(env)) or drawn_over
             if var == 'speedup':
                 ranks = sorted({r['ranks'] for r in mine})
                 ax.plot(ranks, ranks, color='grey', lw=0.6, linestyle='--', label='ideal')
@@ -104,6 +88,26 @@ def _plot(p: Painter, rows: list[dict], lang: str):
         fig.legend(handles, labels, loc='lower center', ncols=min(4, len(labels)), fontsize=7,
                    frameon=False)
     return fig
+
+
+def _draw_stack(ax, pts: list[dict], var: str, env: str, color) -> bool:
+    """One stack's line of one panel, with its spread; oversubscribed points dotted and
+    crossed. True when there were such points."""
+    if not pts:
+        return False
+    normal = [r for r in pts if not r['oversubscribed']]
+    over = [r for r in pts if r['oversubscribed']]
+    ax.plot([r['ranks'] for r in normal], [r[var] for r in normal], '-o', ms=4,
+            color=color, label=env)
+    error_bars(ax, [r['ranks'] for r in pts], [r[var] for r in pts],
+               [r['spread'][var] if r['spread'][var][0] is not None else None
+                for r in pts], color)
+    if over:
+        joined = normal[-1:] + over
+        ax.plot([r['ranks'] for r in joined], [r[var] for r in joined], ':', color=color, lw=1)
+        ax.plot([r['ranks'] for r in over], [r[var] for r in over], 'X', ms=7,
+                markerfacecolor='white', markeredgecolor=color)
+    return bool(over)
 
 
 def pointer_rows(ctx: Context) -> list[dict]:
