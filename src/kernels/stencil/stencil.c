@@ -171,6 +171,99 @@ static int repeated_steps(const struct run *r, double *times, double *share, int
     return reps;
 }
 
+/* The 2-D process grid (MPI_Dims_create); refuses an --n it cannot divide evenly. */
+static void process_grid(int n, int nprocs, int *px, int *py)
+{
+    int dims[2] = {0, 0};
+    CC_CHECK(MPI_Dims_create(nprocs, 2, dims));
+    *px = dims[0], *py = dims[1];
+    if (*px > n || *py > n)
+        cc_usage_error("too many ranks (%d) for --n %d: the %d x %d process grid needs at least "
+                       "%d points per dimension", nprocs, n, *px, *py, *px);
+    if (n % *px != 0 || n % *py != 0)
+        cc_usage_error("--n %d is not divisible by the %d x %d process grid of %d ranks "
+                       "(choose N as a multiple of %d and %d)", n, *px, *py, nprocs, *px, *py);
+}
+
+/* The ranks sharing my memory (*shared, *shared_size) and, for the windowed variants, the
+ * emulated node whose window I join (*node); returns the node size every rank reports. */
+static int nodes(const struct options *o, int windowed, MPI_Comm *shared, int *shared_size,
+                 MPI_Comm *node)
+{
+    int nprocs = cc_size(), node_size;
+    CC_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, cc_rank(), MPI_INFO_NULL,
+                                 shared));
+    CC_CHECK(MPI_Comm_size(*shared, shared_size));
+    if ((o->variant == V_SHM || o->variant == V_SHMNC) && *shared_size != nprocs)
+        cc_usage_error("--variant %s needs all ranks on one shared-memory node, but only %d of "
+                       "%d share memory here: use --variant hybrid", variant_name[o->variant],
+                       *shared_size, nprocs);
+    if (windowed)
+        *node = node_comm(o, *shared, nprocs);
+    CC_CHECK(MPI_Comm_size(windowed ? *node : *shared, &node_size));
+    CC_CHECK(MPI_Bcast(&node_size, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    return node_size;
+}
+
+/* A node holds its ranks' blocks; rank 0 also the reference's two global arrays. */
+static void refuse_oversize(const struct options *o, size_t nd, int shared_size)
+{
+    int n = o->n;
+    int too_big = cc_rank() == 0 && cc_exceeds_memory(16.0 * (double)nd * shared_size +
+                                                      (o->verify ? 16.0 * (n + 2.0) * (n + 2.0)
+                                                                 : 0.0));
+    CC_CHECK(MPI_Bcast(&too_big, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (too_big)
+        cc_usage_error("--n %d needs more memory than this node has%s", n,
+                       o->verify ? " (with verification: --verify no needs less)" : "");
+}
+
+/* Storage: two arrays (old, new) per rank, private or in the node's shared window.
+ * Neighbours in my node are read from the window, not sent to (sr_nbr: MPI_PROC_NULL). */
+static double *storage(const struct options *o, int windowed, MPI_Comm node, size_t nd,
+                       const int nbr[4], struct shm *shm, int sr_nbr[4])
+{
+    memcpy(sr_nbr, nbr, 4 * sizeof nbr[0]);
+    if (!windowed)
+        return cc_malloc(2 * nd * sizeof(double), "the grid");
+    shm_alloc(shm, node, o->variant == V_SHM, 2 * nd, nbr);
+    for (int d = 0; d < 4; d++)
+        if (shm->nbase[d])
+            sr_nbr[d] = MPI_PROC_NULL;
+    return shm->base;
+}
+
+static void print_header(void)
+{
+    printf("# a run: MPI_Barrier, the steps from the initial field, timed; its time = max over "
+           "ranks; runs repeat until --reps of them and --target-seconds of time; time_s = "
+           "the median run (time_min_s, time_max_s: the fastest and slowest); step_us = "
+           "time_s/steps; halo_share = max over ranks of the loop's fraction spent in halo "
+           "exchange and window synchronisation; glups = N*N*steps/time_s/1e9; mem_GBps = "
+           "16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour loads "
+           "assumed cached) * N*N*steps/time_s/1e9, comparable with STREAM copy's 16 B/element; "
+           "verify_s = rank 0's time to compute the independent sequential reference, receive "
+           "every block and compare every cell (after the loop, not in time_s)\n");
+    fflush(stdout);
+}
+
+/* Rank 0: the median run's rates, the field's sums, and PASS when every cell was verified. */
+static void report(const struct options *o, const double *times, int reps, double share,
+                   const double sums[2], double verify_s, long long validated)
+{
+    double time_s = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2.0;
+    double updates = (double)o->n * o->n * o->steps;
+    printf("RESULT time_s=%.6f step_us=%.3f halo_share=%.4f glups=%.4f mem_GBps=%.3f "
+           "total_heat=%.17g checksum=%.17g verify_s=%.3f verified=%d reps=%d "
+           "time_min_s=%.6f time_max_s=%.6f\n",
+           time_s, time_s / o->steps * 1e6, share, updates / time_s / 1e9,
+           16.0 * updates / time_s / 1e9, sums[0], sums[1], verify_s, o->verify, reps,
+           times[0], times[reps - 1]);
+    if (o->verify)
+        printf("PASS validated=%lld\n", validated);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     cc_init(&argc, &argv);
@@ -180,28 +273,11 @@ int main(int argc, char **argv)
     int n = o.n, steps = o.steps;
     int windowed = o.variant == V_SHM || o.variant == V_SHMNC || o.variant == V_HYBRID;
 
-    int dims[2] = {0, 0};
-    CC_CHECK(MPI_Dims_create(nprocs, 2, dims));
-    int px = dims[0], py = dims[1];
-    if (px > n || py > n)
-        cc_usage_error("too many ranks (%d) for --n %d: the %d x %d process grid needs at least "
-                       "%d points per dimension", nprocs, n, px, py, px);
-    if (n % px != 0 || n % py != 0)
-        cc_usage_error("--n %d is not divisible by the %d x %d process grid of %d ranks "
-                       "(choose N as a multiple of %d and %d)", n, px, py, nprocs, px, py);
+    int px, py;
+    process_grid(n, nprocs, &px, &py);
 
     MPI_Comm shared, node = MPI_COMM_NULL;
-    int shared_size, node_size;
-    CC_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared));
-    CC_CHECK(MPI_Comm_size(shared, &shared_size));
-    if ((o.variant == V_SHM || o.variant == V_SHMNC) && shared_size != nprocs)
-        cc_usage_error("--variant %s needs all ranks on one shared-memory node, but only %d of "
-                       "%d share memory here: use --variant hybrid", variant_name[o.variant],
-                       shared_size, nprocs);
-    if (windowed)
-        node = node_comm(&o, shared, nprocs);
-    CC_CHECK(MPI_Comm_size(windowed ? node : shared, &node_size));
-    CC_CHECK(MPI_Bcast(&node_size, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    int shared_size, node_size = nodes(&o, windowed, &shared, &shared_size, &node);
 
     /* Row-major process grid: rank = pi * py + pj; north is pi - 1, west is pj - 1. */
     int pi = rank / py, pj = rank % py;
@@ -211,45 +287,16 @@ int main(int argc, char **argv)
     block_init(&blk, n, px, py, pi, pj);
     size_t nd = block_doubles(&blk);
 
-    /* A node holds its ranks' blocks; rank 0 also the reference's two global arrays. */
-    int too_big = rank == 0 && cc_exceeds_memory(16.0 * (double)nd * shared_size +
-                                                 (o.verify ? 16.0 * (n + 2.0) * (n + 2.0) : 0.0));
-    CC_CHECK(MPI_Bcast(&too_big, 1, MPI_INT, 0, MPI_COMM_WORLD));
-    if (too_big)
-        cc_usage_error("--n %d needs more memory than this node has%s", n,
-                       o.verify ? " (with verification: --verify no needs less)" : "");
-
-    /* Storage: two arrays (old, new) per rank, private or in the node's shared window.
-     * Neighbours in my node are read from the window, not sent to (sr_nbr: MPI_PROC_NULL). */
+    refuse_oversize(&o, nd, shared_size);
     struct shm shm = {.win = MPI_WIN_NULL};
-    double *base;
     int sr_nbr[4];
-    memcpy(sr_nbr, nbr, sizeof nbr);
-    if (windowed) {
-        shm_alloc(&shm, node, o.variant == V_SHM, 2 * nd, nbr);
-        base = shm.base;
-        for (int d = 0; d < 4; d++)
-            if (shm.nbase[d])
-                sr_nbr[d] = MPI_PROC_NULL;
-    } else {
-        base = cc_malloc(2 * nd * sizeof(double), "the grid");
-    }
+    double *base = storage(&o, windowed, node, nd, nbr, &shm, sr_nbr);
     MPI_Datatype column;
     CC_CHECK(MPI_Type_vector(blk.bx, 1, blk.ld, MPI_DOUBLE, &column));
     CC_CHECK(MPI_Type_commit(&column));
 
-    if (rank == 0) {
-        printf("# a run: MPI_Barrier, the steps from the initial field, timed; its time = max over "
-               "ranks; runs repeat until --reps of them and --target-seconds of time; time_s = "
-               "the median run (time_min_s, time_max_s: the fastest and slowest); step_us = "
-               "time_s/steps; halo_share = max over ranks of the loop's fraction spent in halo "
-               "exchange and window synchronisation; glups = N*N*steps/time_s/1e9; mem_GBps = "
-               "16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour loads "
-               "assumed cached) * N*N*steps/time_s/1e9, comparable with STREAM copy's 16 B/element; "
-               "verify_s = rank 0's time to compute the independent sequential reference, receive "
-               "every block and compare every cell (after the loop, not in time_s)\n");
-        fflush(stdout);
-    }
+    if (rank == 0)
+        print_header();
     cc_print_meta("stencil", "variant=%s n=%d steps=%d px=%d py=%d node_size=%d verify=%s "
                   "min_reps=%d target_s=%g", variant_name[o.variant], n, steps, px, py, node_size,
                   o.verify ? "yes" : "no", o.reps, o.target_s);
@@ -258,7 +305,6 @@ int main(int argc, char **argv)
                       .pi = pi, .pj = pj, .sr_nbr = sr_nbr, .column = column, .shm = &shm};
     double *times = cc_malloc(MAX_REPS * sizeof(double), "the run times"), share;
     int cur, reps = repeated_steps(&run, times, &share, &cur);
-    double time_s = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2.0;
     double *result = base + cur * nd;
 
     if (o.inject && rank == nprocs - 1)
@@ -275,18 +321,8 @@ int main(int argc, char **argv)
     /* Other ranks wait here while rank 0 verifies, so an abort finds them inside MPI. */
     CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
-    if (rank == 0) {
-        double updates = (double)n * n * steps;
-        printf("RESULT time_s=%.6f step_us=%.3f halo_share=%.4f glups=%.4f mem_GBps=%.3f "
-               "total_heat=%.17g checksum=%.17g verify_s=%.3f verified=%d reps=%d "
-               "time_min_s=%.6f time_max_s=%.6f\n",
-               time_s, time_s / steps * 1e6, share, updates / time_s / 1e9,
-               16.0 * updates / time_s / 1e9, sums[0], sums[1], verify_s, o.verify, reps,
-               times[0], times[reps - 1]);
-        if (o.verify)
-            printf("PASS validated=%lld\n", validated);
-        fflush(stdout);
-    }
+    if (rank == 0)
+        report(&o, times, reps, share, sums, verify_s, validated);
 
     free(times);
     CC_CHECK(MPI_Type_free(&column));
