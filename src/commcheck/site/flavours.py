@@ -28,6 +28,13 @@ class Flavour:
     #: arguments; regex whose group 1 is the version).
     version_probe: tuple[str, tuple[str, ...], str] | None = None
     show_flag: str = '-show'        # the wrapper's "print the command line" flag
+    #: Its Spack recipe takes the wrappers from ``<prefix>/bin`` under their plain names
+    #: (mpicc, ...): a stack whose wrappers are named otherwise (Debian's ``mpicc.mpich``) is
+    #: given a linked prefix; its external spec says ``+fortran`` or ``~fortran``.
+    spack_plain_wrappers: bool = False
+    #: Its Spack recipe looks for the install under ``<prefix>/<component>/<major.minor>``
+    #: (oneAPI's layout); its external spec says ``+generic-names~envmods``.
+    oneapi_component: str | None = None
     #: How its C wrapper says what it is: (arguments, regex whose group 1 is the version);
     #: another flavour's wrapper does not match (``commcheck site check`` finds a prefix whose
     #: ``mpicc`` is another flavour's, e.g. a Debian alternatives link).
@@ -99,6 +106,7 @@ class Flavour:
 FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     Flavour(
         name='mpich', title='MPICH', spack_package='mpich', launcher='mpiexec',
+        spack_plain_wrappers=True,
         debian_suffix='mpich', debian_launcher='mpiexec.mpich',
         version_probe=('mpichversion', (), r'Version:\s+(\S+)'),
         wrapper_probe=(('-v',), r'for MPICH version (\S+)'),
@@ -109,6 +117,7 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         srun_mpi='pmi2', netpipe='NPmpich2'),
     Flavour(
         name='openmpi', title='Open MPI', spack_package='openmpi', launcher='mpirun',
+        spack_plain_wrappers=True,
         debian_suffix='openmpi', debian_launcher='mpirun.openmpi',
         version_probe=('{launcher}', ('--version',), r'\((?:Open MPI|OpenRTE)\)\s+(\S+)'),
         show_flag='--showme',
@@ -125,7 +134,7 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         srun_mpi='pmix', netpipe='NPopenmpi'),
     Flavour(
         name='intel-mpi', title='Intel MPI', spack_package='intel-oneapi-mpi',
-        launcher='mpiexec',
+        launcher='mpiexec', oneapi_component='mpi',
         version_probe=('{launcher}', ('-V',), r'Version (\d+\.\d+(?:\.\d+)?)'),
         wrapper_probe=(('-v',), r'Intel\(R\) MPI Library (\d+(?:\.\d+)*)'),
         library_pattern=r'^Intel\(R\) MPI Library (\d+(?:\.\d+)*)',
@@ -147,6 +156,11 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         library_pattern=r'^MPJ Express (\S+)',
         languages=('java',), java=True),
 )}
+
+
+def by_spack_package(package: str) -> Flavour | None:
+    """The flavour a Spack package provides (``intel-oneapi-mpi`` -> Intel MPI), or None."""
+    return next((f for f in FLAVOURS.values() if package and f.spack_package == package), None)
 
 
 def identify_library(text: str) -> tuple[str, str] | None:

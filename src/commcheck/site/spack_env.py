@@ -34,21 +34,15 @@ from urllib.parse import urlparse
 
 import yaml
 
-from commcheck.site import SiteError
+from commcheck.site import SiteError, flavours
 
 KERNELS_PACKAGE = 'commcheck-kernels'
 
 OSU_PACKAGE = 'osu-micro-benchmarks'
 DEFAULT_OSU_SPEC = f'{OSU_PACKAGE}@7.3'
 
-# Providers whose Spack recipe takes the wrappers from <prefix>/bin under their plain names.
-LINKED_PREFIX_PACKAGES = ('mpich', 'openmpi')
-# Providers whose Spack recipe looks for the install under <prefix>/<component>/<major.minor>.
-ONEAPI_COMPONENTS = {'intel-oneapi-mpi': 'mpi'}
 C_WRAPPERS = ('mpicc', 'mpicxx', 'mpic++', 'mpiexec', 'mpirun')
 FORTRAN_WRAPPERS = ('mpifort', 'mpif90', 'mpif77')
-# How each of those providers' wrappers print the command they would run.
-SHOW_FLAGS = {'mpich': '-show', 'openmpi': '--showme'}
 
 # Build tools that Spack would otherwise try to build: package -> (command, version regex).
 BUILD_TOOLS = {
@@ -167,14 +161,23 @@ def oneapi_version_dir(version: str) -> str:
     return '.'.join(version.split('.')[:2])
 
 
+def _flavour(mpi: dict) -> flavours.Flavour:
+    """The flavour record of the stack's Spack package (what its recipe expects)."""
+    found = flavours.by_spack_package(mpi['package'])
+    if found is None:
+        raise SiteError(f"no MPI flavour is provided by the Spack package {mpi['package']!r}")
+    return found
+
+
 def needs_linked_prefix(mpi: dict) -> bool:
     """True when Spack would not find this stack's own wrappers where its recipe looks."""
-    if mpi['package'] in ONEAPI_COMPONENTS:
-        component = os.path.join(mpi['prefix'], ONEAPI_COMPONENTS[mpi['package']],
+    flavour = _flavour(mpi)
+    if flavour.oneapi_component:
+        component = os.path.join(mpi['prefix'], flavour.oneapi_component,
                                  oneapi_version_dir(mpi['version']))
         return not os.path.isdir(component)
     own_cc = os.path.join(mpi['prefix'], 'bin', 'mpicc')
-    return mpi['package'] in LINKED_PREFIX_PACKAGES and mpi['cc'] != own_cc
+    return flavour.spack_plain_wrappers and mpi['cc'] != own_cc
 
 
 def stack_prefix_path(mpi: dict, state_dir: str) -> str:
@@ -195,7 +198,7 @@ def _link(target: str, link: str) -> None:
 
 def wrapper_dirs(mpi: dict, run=subprocess.run) -> dict[str, str]:
     """The stack's header and library folders, from its C wrapper's first ``-I`` and ``-L``."""
-    command = [mpi['cc'], SHOW_FLAGS[mpi['package']]]
+    command = [mpi['cc'], _flavour(mpi).show_flag]
     out = run(command, capture_output=True, text=True, check=False).stdout
     dirs = {}
     for token in out.split():
@@ -215,8 +218,9 @@ def make_stack_prefix(mpi: dict, state_dir: str, run=subprocess.run) -> str:
     prefix = stack_prefix_path(mpi, state_dir)
     if prefix == mpi['prefix']:
         return prefix
-    if mpi['package'] in ONEAPI_COMPONENTS:
-        component = os.path.join(prefix, ONEAPI_COMPONENTS[mpi['package']])
+    component = _flavour(mpi).oneapi_component
+    if component:
+        component = os.path.join(prefix, component)
         os.makedirs(component, exist_ok=True)
         _link_all(component, {oneapi_version_dir(mpi['version']): mpi['prefix']})
         return prefix
@@ -295,9 +299,10 @@ def module_mpi_packages(mpi: dict) -> dict:
 def mpi_packages(mpi: dict, prefix: str) -> dict:
     """The MPI stack as the only, non-buildable provider of ``mpi``."""
     spec = f"{mpi['package']}@{mpi['version']}{mpi.get('variants', '')}"
-    if mpi['package'] in LINKED_PREFIX_PACKAGES:
+    flavour = _flavour(mpi)
+    if flavour.spack_plain_wrappers:
         spec += '+fortran' if mpi.get('fc') else '~fortran'
-    if mpi['package'] in ONEAPI_COMPONENTS:
+    if flavour.oneapi_component:
         # mpicc/mpifc (the recipe's default names are mpiicx/mpiifx, the Intel compilers'),
         # and no vars.sh to source.
         spec += '+generic-names~envmods'
