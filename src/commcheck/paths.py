@@ -7,6 +7,13 @@ REPO_ROOT = Path(os.environ.get('COMMCHECK_ROOT', Path(__file__).resolve().paren
 CHECKS_DIR = REPO_ROOT / 'checks'
 CONFIG_DIR = REPO_ROOT / 'config'
 REFERENCES_DIR = CONFIG_DIR / 'references'
+
+
+def references_dir() -> Path:
+    """Where ReFrame's references and commcheck's baselines are: ``RFM_REFERENCE_PREFIX``
+    (ReFrame's own setting, read when called), else ``config/references``."""
+    return Path(os.environ.get('RFM_REFERENCE_PREFIX') or REFERENCES_DIR)
+
 KERNELS_SRC = REPO_ROOT / 'src' / 'kernels'
 SPACK_ENV_DIR = REPO_ROOT / 'spack-env'
 SPACK_PACKAGE_REPO = SPACK_ENV_DIR / 'repo'

@@ -8,7 +8,6 @@ selection that matches sessions ("no session matches ...", exit 2, like an empty
 from __future__ import annotations
 
 import datetime
-import os
 from pathlib import Path
 
 from commcheck import paths
@@ -155,7 +154,7 @@ def selected(args, warn):
 
 # -- the commands ----------------------------------------------------------------------------
 def _ref_dir(args) -> Path:
-    ref_dir = Path(args.refs or os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
+    ref_dir = Path(args.refs) if args.refs else paths.references_dir()
     problem = options.path_problem(ref_dir, 'directory', parents=not args.refs)
     if problem:
         raise UserError(f'--refs / RFM_REFERENCE_PREFIX: {problem}')

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from pathlib import Path
 
@@ -52,7 +51,7 @@ def _baseline_samples(args, judged, db: store.ResultsDB) -> tuple[dict, str]:
         samples = [s for sess in chosen for s in sess.samples if _keep(s, args.all)]
         return store.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
     systems = sorted({s.system for s in judged})
-    ref_dir = Path(os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
+    ref_dir = paths.references_dir()
     out, names = {}, []
     for system in systems:
         path = args.baseline or baseline.baseline_path(ref_dir, system)

@@ -292,8 +292,7 @@ def directories() -> dict[str, Path]:
     return {'COMMCHECK_STATE': paths.STATE_DIR, 'COMMCHECK_REPORTS': paths.REPORTS_DIR,
             'COMMCHECK_WHEELS_DIR': paths.WHEELS_DIR, 'COMMCHECK_CACHE': paths.CACHE_DIR,
             'COMMCHECK_ROOT': paths.REPO_ROOT,
-            'RFM_REFERENCE_PREFIX': Path(os.environ.get('RFM_REFERENCE_PREFIX') or
-                                         paths.REFERENCES_DIR),
+            'RFM_REFERENCE_PREFIX': paths.references_dir(),
             **({'OSU_ROOT': Path(os.environ['OSU_ROOT'].strip())}
                if os.environ.get('OSU_ROOT', '').strip() else {})}
 

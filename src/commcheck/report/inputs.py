@@ -5,7 +5,6 @@ gate's JSON, the baseline file. Each problem is one warning; what can be read is
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from commcheck import paths
@@ -91,16 +90,12 @@ def load_gate(path: str | Path, warn: Warn) -> dict | None:
     return record
 
 
-def references_dir() -> Path:
-    return Path(os.environ.get('RFM_REFERENCE_PREFIX') or paths.REFERENCES_DIR)
-
-
 def load_baselines(systems: list[str], warn: Warn) -> dict[str, baseline.BaselineFile]:
     """The baseline file of each system, where one exists
     (``<references>/<system>.baseline.json``)."""
     out = {}
     for system in systems:
-        path = baseline.baseline_path(references_dir(), system)
+        path = baseline.baseline_path(paths.references_dir(), system)
         if not path.exists():
             continue
         try:

@@ -63,7 +63,7 @@ def references_file(system: str) -> str:
     ``RFM_REFERENCE_PREFIX`` (ReFrame's own setting) moves the directory, e.g. to a site's
     private references repository. The path returned is absolute, which ReFrame uses as is.
     """
-    prefix = os.environ.get('RFM_REFERENCE_PREFIX') or str(paths.REFERENCES_DIR)
+    prefix = str(paths.references_dir())
     return os.path.join(os.path.abspath(prefix), f'{system}.yaml')
 
 

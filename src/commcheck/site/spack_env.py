@@ -34,12 +34,10 @@ from urllib.parse import urlparse
 
 import yaml
 
-from commcheck.site import SiteError, flavours
+from commcheck.site import SiteError, SpackSettings, flavours
 
 KERNELS_PACKAGE = 'commcheck-kernels'
 
-OSU_PACKAGE = 'osu-micro-benchmarks'
-DEFAULT_OSU_SPEC = f'{OSU_PACKAGE}@7.3'
 
 C_WRAPPERS = ('mpicc', 'mpicxx', 'mpic++', 'mpiexec', 'mpirun')
 FORTRAN_WRAPPERS = ('mpifort', 'mpif90', 'mpif77')
@@ -375,9 +373,11 @@ def write_env(env_dir: str, text: str) -> str:
 
 
 def osu_spec(spack_settings: dict) -> str:
-    """The OSU spec: ``COMMCHECK_OSU_SPEC``, else the site's ``spack.osu_spec``, else 7.3."""
+    """The OSU spec: ``COMMCHECK_OSU_SPEC``, else the site's ``spack.osu_spec``, else the
+    site model's default (:class:`commcheck.site.SpackSettings`)."""
     from commcheck.site import env_flag
-    return env_flag('COMMCHECK_OSU_SPEC') or spack_settings.get('osu_spec') or DEFAULT_OSU_SPEC
+    return (env_flag('COMMCHECK_OSU_SPEC') or spack_settings.get('osu_spec')
+            or SpackSettings().osu_spec)
 
 
 def mirror_of(spack_settings: dict) -> str | None:
