@@ -38,8 +38,9 @@ class ParkbenchComms(TwoRankSweep):
     descr = 'Parkbench COMMS1/COMMS2: Hockney r_inf, n_1/2 and startup per stack'
     benchmark = parameter(list(KERNELS))
     lang = parameter(experiments.KERNELS['comms2'])
-    iters = 200
-    warmup = 20
+    sizes = experiments.default('ParkbenchComms', 'sizes')
+    iters = experiments.default('ParkbenchComms', 'iters')
+    warmup = experiments.default('ParkbenchComms', 'warmup')
     breakpoint_bytes = variable(int, type(None), value=None)
     tags = {'p2p', 'seed003', 'hockney'}
 

@@ -36,9 +36,9 @@ class DerivedDatatypes(TwoRankSweep):
     mode = parameter(MODES)
     stride = variable(int, type(None), value=None)     # None: seed 003's (64 bytes, 8 doubles)
     blocklen = variable(int, value=1)
-    sizes = '8:65536'
-    iters = 200
-    warmup = 20
+    sizes = experiments.default('DerivedDatatypes', 'sizes')
+    iters = experiments.default('DerivedDatatypes', 'iters')
+    warmup = experiments.default('DerivedDatatypes', 'warmup')
     osu_compare_bytes = variable(int, value=65536)     # useful payload of the OSU cross-check
     tags = {'p2p', 'seed003', 'datatypes'}
 

@@ -24,16 +24,24 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
     valid_systems = ['*']
     valid_prog_environs = ['+fortran']
     variant = parameter(['alloc', 'pointer', 'cptr'])
-    n = variable(int, value=2000)
-    steps = variable(int, value=20)
+    #: Grid points per dimension (``--n``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (2000)
+    n = variable(int, value=experiments.default('FortranPointers', 'n'))
+    #: Time steps per run (``--steps``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (20)
+    steps = variable(int, value=experiments.default('FortranPointers', 'steps'))
 
     #: Whole runs at least (kernel option ``--reps``); each phase's value is the median run.
-    #: :type: int  :default: 5
-    min_reps = variable(int, value=5)
+    #: :type: int  :default: the experiment's (5)
+    min_reps = variable(int, value=experiments.default('FortranPointers', 'min_reps'))
 
     #: More runs until their totals add up to this many seconds (``--target-seconds``).
-    #: :type: float  :default: 1.0
-    target_seconds = variable(float, value=1.0)
+    #: :type: float  :default: the experiment's (1.0)
+    target_seconds = variable(float, value=experiments.default('FortranPointers', 'target_seconds'))
     num_tasks = 1
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'seed002', 'fortran'}

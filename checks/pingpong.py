@@ -20,6 +20,9 @@ from commcheck.rfm.perf import first_message, floor_variables, kernel_passed, sw
 class PingPong(TwoRankSweep):
     descr = 'MPI ping-pong: one-way latency and bandwidth per message size'
     lang = parameter(experiments.KERNELS['pingpong'])
+    sizes = experiments.default('PingPong', 'sizes')
+    iters = experiments.default('PingPong', 'iters')
+    warmup = experiments.default('PingPong', 'warmup')
     tags = {'p2p', 'seed000', 'seed001'}
 
     @run_before('run')

@@ -28,8 +28,6 @@ from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import computed_variables, job_output, kernel_run, perf_record
 
-GRID_N = 1920      # 59 MB of grids, beyond the caches: bw_fraction then means something
-STEPS = 50
 HEAT_RTOL = 1e-12
 STREAM_REPS = 5
 
@@ -82,12 +80,12 @@ class RepeatedRuns(rfm.RegressionTestPlugin):
     Oversubscribed runs (more ranks than cores: time-slicing decides, never gated) run once."""
 
     #: Timed runs of the steps, at least (kernel option ``--reps``).
-    #: :type: int  :default: 3
-    min_reps = variable(int, value=3)
+    #: :type: int  :default: the check's, from its experiment (3)
+    min_reps = variable(int)
 
     #: More runs until their times add up to this many seconds (``--target-seconds``).
-    #: :type: float  :default: 1.0
-    target_seconds = variable(float, value=1.0)
+    #: :type: float  :default: the check's, from its experiment (1.0)
+    target_seconds = variable(float)
 
     def repetition_options(self) -> list[str]:
         if self.oversubscribed:
@@ -106,8 +104,18 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
     descr = 'sequential 5-point stencil, the baseline of speedup and efficiency'
     valid_systems = ['*']
     lang = parameter(experiments.KERNELS['stencil'])
-    n = variable(int, value=GRID_N)
-    steps = variable(int, value=STEPS)
+    #: Grid points per dimension (``--n``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (1920: 59 MB of grids, beyond the caches)
+    n = variable(int, value=experiments.default('StencilSequential', 'n'))
+    #: Time steps per run (``--steps``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (50)
+    steps = variable(int, value=experiments.default('StencilSequential', 'steps'))
+    min_reps = experiments.default('StencilSequential', 'min_reps')
+    target_seconds = experiments.default('StencilSequential', 'target_seconds')
     num_tasks = 1
     kernels = fixture(KernelsBuild, scope='environment')
 
@@ -139,9 +147,17 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
     valid_systems = ['*']
     variant = parameter(['sr', 'nb', 'shm', 'shmnc', 'hybrid'])
     ranks = parameter([1, 2, 4, 9, 16, 25, 36])   # the seed's square grids, and 2 for 2-core nodes
-    max_ranks = variable(int, value=9)
-    n = variable(int, value=GRID_N)
-    steps = variable(int, value=STEPS)
+    #: Rank counts above this are skipped (a 2-core node runs 1, 2, 4 and 9: oversubscribed).
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (9)
+    max_ranks = variable(int, value=experiments.default('Stencil', 'max_ranks'))
+    #: :type: :class:`int`  :default: the experiment's (1920, as the sequential run's)
+    n = variable(int, value=experiments.default('Stencil', 'n'))
+    #: :type: :class:`int`  :default: the experiment's (50)
+    steps = variable(int, value=experiments.default('Stencil', 'steps'))
+    min_reps = experiments.default('Stencil', 'min_reps')
+    target_seconds = experiments.default('Stencil', 'target_seconds')
     #: ``no`` runs without the every-cell comparison (only total heat and checksum are then
     #: compared with the sequential run): an explicit choice, never a silent default.
     verify = variable(str, type(None), value=None)

@@ -89,6 +89,9 @@ class Experiment:
     #: Key variable -> its hardware floor (a :data:`FLOOR_VARIABLES` name measured in the same
     #: launch by the C and Fortran kernels): the gate judges MPI's own cost, value over floor.
     floors: tuple[tuple[str, str], ...] = ()
+    #: The check's defaults (variable -> value): what a plain run uses. The check reads them
+    #: from here (:func:`default`), and so do the tests that run its kernels at its sizes.
+    defaults: tuple[tuple[str, object], ...] = ()
 
 
 EXPERIMENTS = (
@@ -99,7 +102,8 @@ EXPERIMENTS = (
                        ('bw_1048576B', HIGHER_IS_BETTER)),
         floors=(('latency_8B', 'floor_latency_8B'), ('latency_1024B', 'floor_latency_1024B'),
                 ('bw_1048576B', 'floor_bw_1048576B')),
-        seed_mode=('iters=2000',), quick_mode=('iters=100', 'warmup=10')),
+        seed_mode=('iters=2000',), quick_mode=('iters=100', 'warmup=10'),
+        defaults=(('sizes', '1:1048576'), ('iters', 1000), ('warmup', 100))),
     Experiment(
         check='OsuPt2Pt', title='OSU Micro-Benchmarks point-to-point', kernels=(),
         seeds=(), section='p2p', needs=('osu',),
@@ -110,31 +114,38 @@ EXPERIMENTS = (
         kernels=('pingpong', 'comms2'), seeds=('003',), section='hockney',
         key_variables=(('r_inf', HIGHER_IS_BETTER), ('t0', LOWER_IS_BETTER)),
         floors=(('r_inf', 'floor_bw_1048576B'), ('t0', 'floor_latency_8B')),
-        seed_mode=('iters=2000',), quick_mode=('iters=50', 'warmup=5')),
+        seed_mode=('iters=2000',), quick_mode=('iters=50', 'warmup=5'),
+        defaults=(('sizes', '1:1048576'), ('iters', 200), ('warmup', 20))),
     Experiment(
         check='DerivedDatatypes', title='Derived datatypes', kernels=('dtype',),
         seeds=('003',), section='datatypes',
         key_variables=(('slowdown', LOWER_IS_BETTER), ('r_inf', HIGHER_IS_BETTER)),
         seed_mode=('sizes=8:1048576', 'iters=2000'),
-        quick_mode=('sizes=8:16384', 'iters=40', 'warmup=4')),
+        quick_mode=('sizes=8:16384', 'iters=40', 'warmup=4'),
+        defaults=(('sizes', '8:65536'), ('iters', 200), ('warmup', 20))),
     Experiment(
         check='Stencil', title='MPI-3 shared-memory stencil', kernels=('stencil', 'stream'),
         seeds=('002',), section='stencil',
         key_variables=(('time', LOWER_IS_BETTER), ('bw_fraction', HIGHER_IS_BETTER)),
         seed_mode=('n=4800', 'steps=500', 'max_ranks=36', 'min_reps=3', 'target_seconds=0'),
-        quick_mode=('n=480', 'steps=20', 'max_ranks=4', 'min_reps=1', 'target_seconds=0')),
+        quick_mode=('n=480', 'steps=20', 'max_ranks=4', 'min_reps=1', 'target_seconds=0'),
+        # 1920^2: 59 MB of grids, beyond the caches, so bw_fraction means something
+        defaults=(('n', 1920), ('steps', 50), ('max_ranks', 9), ('min_reps', 3),
+                  ('target_seconds', 1.0))),
     Experiment(
         check='StencilSequential', title='Sequential stencil baseline', kernels=('stencil',),
         seeds=('002',), section='stencil',
         key_variables=(('time', LOWER_IS_BETTER),),
         seed_mode=('n=4800', 'steps=500', 'min_reps=3', 'target_seconds=0'),
-        quick_mode=('n=480', 'steps=20', 'min_reps=1', 'target_seconds=0')),
+        quick_mode=('n=480', 'steps=20', 'min_reps=1', 'target_seconds=0'),
+        defaults=(('n', 1920), ('steps', 50), ('min_reps', 3), ('target_seconds', 1.0))),
     Experiment(
         check='FortranPointers', title='Fortran pointer study', kernels=('fptr',),
         seeds=('002',), section='pointers',
         key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER)),
         seed_mode=('n=10000', 'steps=100', 'min_reps=3', 'target_seconds=0'),
-        quick_mode=('n=400', 'steps=4', 'min_reps=1', 'target_seconds=0')),
+        quick_mode=('n=400', 'steps=4', 'min_reps=1', 'target_seconds=0'),
+        defaults=(('n', 2000), ('steps', 20), ('min_reps', 5), ('target_seconds', 1.0))),
 )
 
 #: The collectives every collective check times (our kernel and OSU's), perf variables
@@ -196,6 +207,17 @@ FLOOR_VARIABLES = (
 #: the hardware; no shared segment outside MPI).
 FLOOR_LANGUAGES = ('c', 'fortran')
 _FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
+
+
+def default(check: str, variable: str):
+    """A check's default value of one of its variables (:attr:`Experiment.defaults`)."""
+    return dict(BY_CHECK[check].defaults)[variable]
+
+
+def kernel_options(check: str, *variables: str) -> tuple[str, ...]:
+    """The kernel options a check passes by default for ``variables`` (``--<name> <value>``):
+    ``kernel_options('PingPong', 'iters')`` -> ``('--iters', '1000')``."""
+    return tuple(x for v in variables for x in (f'--{v}', str(default(check, v))))
 
 
 def check_of(display_name: str) -> str:

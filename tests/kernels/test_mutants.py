@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from commcheck import paths
+from commcheck import experiments, paths
 from commcheck.analysis import kernel_records
 from commcheck.site import kbuild
 from tests.conftest import REFERENCE_STACKS, needs_stacks
@@ -42,25 +42,23 @@ pytestmark = [needs_stacks(),
 Run = tuple[int, tuple[str, ...]]          # (ranks, arguments)
 Edit = tuple[str, str, str]                # (file under src/kernels, old text, new text)
 
-# The kernel tests' sizes (test_kernel_cli.py) and the ReFrame checks' defaults: Stencil
-# (checks/stencil.py: N=1920, 50 steps, ranks 2 and 4; hybrid emulates nodes of sqrt(ranks)
-# ranks), PingPong (src/commcheck/rfm/p2p.py: 1:1048576, 1000 iterations, 100 warm-up),
-# ParkbenchComms (checks/comms.py: 200 iterations, 20 warm-up, pingpong and comms2),
-# DerivedDatatypes (checks/dtype.py: 8:65536, 200/20, stride 64 bytes or 8 doubles, the same
-# mode on both ranks), the STREAM run of Stencil (4e6 doubles, 5 reps), FortranPointers
-# (checks/fptr.py: N=2000, 20 steps).
+# The kernel tests' sizes (test_kernel_cli.py) and the ReFrame checks' defaults, read from the
+# table of experiments (commcheck.experiments: Experiment.defaults): Stencil (ranks 2 and 4;
+# hybrid emulates nodes of sqrt(ranks) ranks), PingPong, ParkbenchComms (pingpong and comms2),
+# DerivedDatatypes (stride 64 bytes or 8 doubles, the same mode on both ranks),
+# FortranPointers; the STREAM run of Stencil (4e6 doubles, 5 reps).
 STENCIL_TEST = ('--n', '48', '--steps', '10')
-STENCIL_CHECK = ('--n', '1920', '--steps', '50')
+STENCIL_CHECK = experiments.kernel_options('Stencil', 'n', 'steps')
 PINGPONG_TEST = ('--sizes', '1:4096', '--iters', '20', '--warmup', '2')
-PINGPONG_CHECK = ('--sizes', '1:1048576', '--iters', '1000', '--warmup', '100')
-COMMS_CHECK = ('--sizes', '1:1048576', '--iters', '200', '--warmup', '20')
+PINGPONG_CHECK = experiments.kernel_options('PingPong', 'sizes', 'iters', 'warmup')
+COMMS_CHECK = experiments.kernel_options('ParkbenchComms', 'sizes', 'iters', 'warmup')
 COMMS2_TEST = ('--sizes', '8,64,1k', '--iters', '20', '--warmup', '2')
 DTYPE_TEST = ('--type', 'double', '--sizes', '64:1024', '--iters', '10', '--warmup', '1')
-DTYPE_CHECK = ('--sizes', '8:65536', '--iters', '200', '--warmup', '20')
+DTYPE_CHECK = experiments.kernel_options('DerivedDatatypes', 'sizes', 'iters', 'warmup')
 STREAM_TEST = ('--n', '100000', '--reps', '2')
 STREAM_CHECK = ('--n', '4000000', '--reps', '5')
 FPTR_TEST = ('--n', '64', '--steps', '2')
-FPTR_CHECK = ('--n', '2000', '--steps', '20')
+FPTR_CHECK = experiments.kernel_options('FortranPointers', 'n', 'steps')
 
 
 def stencil(variant: str, *ranks_and_sizes: tuple[int, tuple[str, ...]], node_size=None):

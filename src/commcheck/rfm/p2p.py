@@ -13,9 +13,22 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
     """Base of PingPong, ParkbenchComms and DerivedDatatypes (not a test by itself)."""
 
     valid_systems = ['*']
-    sizes = variable(str, value='1:1048576')
-    iters = variable(int, value=1000)
-    warmup = variable(int, value=100)
+    #: Message sizes in bytes (the kernels' ``--sizes``: ``a:b`` powers of two, or a list).
+    #:
+    #: :type: :class:`str`
+    #: :default: the check's, from its experiment
+    #:     (:attr:`commcheck.experiments.Experiment.defaults`)
+    sizes = variable(str)
+    #: Timed round trips (exchanges) per size (``--iters``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the check's, from its experiment
+    iters = variable(int)
+    #: Untimed ones before them (``--warmup``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the check's, from its experiment
+    warmup = variable(int)
     #: The hardware floor beside the MPI figures (C and Fortran kernels; see
     #: src/kernels/common/cc_floor.h): ``yes`` (shared memory on one node, TCP between nodes),
     #: ``no``, or ``tcp`` (TCP even on one node).
