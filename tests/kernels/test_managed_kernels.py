@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from commcheck import paths
+from commcheck import experiments, paths
 from commcheck.analysis import kernel_records
 from commcheck.site import mpi4py_build, mpj
 from tests.conftest import REFERENCE_STACKS
@@ -90,7 +90,8 @@ JAVA_VALID = {
     'Dtype': (['--type', 'double', '--send-mode', 'stride', '--recv-mode', 'loop',
                '--sizes', '64:1024', '--iters', '10', '--warmup', '1'], 5, None),
 }
-JAVA_KERNEL = {'PingPong': 'pingpong', 'Comms2': 'comms2', 'Dtype': 'dtype'}
+#: Java main class -> kernel, from the table of experiments.
+JAVA_KERNEL = {cls.split('.')[-1]: kernel for kernel, cls in experiments.JAVA_CLASSES.items()}
 
 
 @pytest.mark.parametrize('program', list(JAVA_VALID))

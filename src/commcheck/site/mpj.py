@@ -30,7 +30,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from commcheck import paths
+from commcheck import experiments, paths
 
 DEBIAN_MPJ = Path('/usr/share/mpj')     # libmpj-java
 DEBIAN_JAVA = Path('/usr/share/java')   # its dependencies: liblog4j1.2-java, libcommons-*-java
@@ -41,8 +41,9 @@ MULTICORE_JARS = ('smpdev.jar', 'xdev.jar', 'mpjbuf.jar', 'loader2.jar', 'starte
 MULTICORE_MAIN = 'runtime.starter.MulticoreStarter'
 
 JAVA_SOURCES = paths.KERNELS_SRC / 'java'
+#: The Java kernels' package and main classes, as the table of experiments names them.
 PACKAGE = 'cc'
-PROGRAMS = ('PingPong', 'Comms2', 'Dtype')
+PROGRAMS = tuple(c.split('.')[-1] for c in experiments.JAVA_CLASSES.values())
 JAR_NAME = 'commcheck-kernels.jar'
 
 
