@@ -59,8 +59,6 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
 
     @run_before('performance')
     def set_perf_variables(self):
-        if self.is_dry_run():
-            return
         self.perf_variables = {p: perf_record(self, 'RESULT', f'{p}_s', 's')
                                for p in (*PHASES, 'total_min', 'total_max')}
         self.perf_variables['reps'] = perf_record(self, 'RESULT', 'reps', '')
