@@ -201,14 +201,11 @@ class StackCheck(rfm.RegressionTestPlugin):
     def check_label(self):
         """Every launch ran with the MPI library its environment declares (each kernel's
         ``META mpi=``): otherwise its figures would be stored under another stack's name."""
-        if self.is_dry_run():
-            return
-        try:
-            libraries = META_LIBRARY.findall(job_output(self))
-        except OSError:
+        text = self._job_output()
+        if text is None:
             return
         problem = label_mismatch(self.current_environ.name, self.current_environ.extras,
-                                 libraries)
+                                 META_LIBRARY.findall(text))
         if problem:
             raise SanityError(problem)
 
@@ -236,13 +233,18 @@ class StackCheck(rfm.RegressionTestPlugin):
             return f'referenced: {",".join(sorted(gated))}'
         return f'no reference for {type(self).__name__} on {part} {self.current_environ.name}'
 
-    def _read_affinity(self):
+    def _job_output(self) -> str | None:
+        """The job's stdout, or None where there is none to read (a dry run, a job that never
+        wrote it: the sanity function then says why)."""
         if self.is_dry_run():
-            return
+            return None
         try:
-            match = AFFINITY.search(job_output(self))
+            return job_output(self)
         except OSError:
-            return
+            return None
+
+    def _read_affinity(self):
+        match = AFFINITY.search(self._job_output() or '')
         if not match:
             return
         self.affinity_cpus = int(match.group(1))
