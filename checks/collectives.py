@@ -71,23 +71,23 @@ class Collectives(PartitionWide):
                                 '--warmup', str(self.warmup)]
         self.env_vars = {**self.env_vars, **env}
 
+    def timed(self) -> list[tuple[str, int]]:
+        """(op, size) of every figure asked for (barrier: one, size 0)."""
+        sizes = kernel_records.parse_sizes(self.sizes)
+        return [(op, s) for op in COLLECTIVE_OPS for s in (sizes if op != 'barrier' else [0])]
+
     @sanity_function
     def validated(self):
-        """PASS, and a DATA record for every op and size (barrier: one)."""
+        """PASS, and a DATA record for every op and size asked for."""
         kernel_passed(self).evaluate()
-        sizes = kernel_records.parse_sizes(self.sizes)
-        want = [(op, s) for op in COLLECTIVE_OPS for s in (sizes if op != 'barrier' else [0])]
         got = [(r.get('op'), r.get('size')) for r in data_records(self)]
-        return sn.assert_eq(got, want, msg='the kernel printed {0}, asked for {1}')
+        return sn.assert_eq(got, self.timed(), msg='the kernel printed {0}, asked for {1}')
 
     @run_before('performance')
     def set_perf_variables(self):
-        if self.is_dry_run():
-            return
         self.perf_variables = {
-            op_label(r['op'], r['size']): perf_record(self, 'DATA', 'time_us', 'us',
-                                                      op=r['op'], size=r['size'])
-            for r in data_records(self)}
+            op_label(op, size): perf_record(self, 'DATA', 'time_us', 'us', op=op, size=size)
+            for op, size in self.timed()}
 
 
 #: OSU program -> our op name.
