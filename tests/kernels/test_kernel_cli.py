@@ -9,7 +9,7 @@ from commcheck import paths
 from commcheck.analysis import kernel_records
 from commcheck.site import kbuild
 from tests.conftest import REFERENCE_STACKS as STACKS
-from tests.conftest import mpirun, needs_stacks
+from tests.conftest import mpirun, needs_stacks, relayed
 
 pytestmark = needs_stacks()
 
@@ -146,7 +146,7 @@ def test_stencil_verifies_every_cell_or_says_it_did_not(kernel_builds, stack, pr
 def test_corrupted_data_is_caught(kernel_builds, stack, kernel, program):
     ranks, args, _ = PROGRAMS[kernel]
     done = mpirun(stack, ranks, kernel_builds[stack.name] / program, *args, '--inject-error')
-    assert done.returncode == 3, (done.returncode, done.stderr)
+    assert relayed(done, 3, stack, ranks), (done.returncode, done.stderr)
     assert 'ERROR: validation failed' in done.stderr
     assert not kernel_records.parse(done.stdout)['PASS']
 
