@@ -90,6 +90,15 @@ def _finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _exactly_one(want: str, uuids: list[str]) -> None:
+    """The uuids that start with ``want`` are exactly one: none or several is an error."""
+    if not uuids:
+        raise HistoryError(f'no stored session {want!r} '
+                           f'(`reframe --list-stored-sessions` lists them)')
+    if len(uuids) > 1:
+        raise HistoryError(f'session {want!r} is ambiguous: {", ".join(uuids)}')
+
+
 def job_nodes(case: dict) -> list[str]:
     """The nodes a test case's job ran on, as ReFrame reported them; empty when unknown.
 
@@ -239,12 +248,7 @@ class ResultsDB:
                            "WHERE uuid LIKE ? ESCAPE '\\' ORDER BY session_start_unix",
                            (pattern,))
         found = [(u, t) for u, t in found if str(u).startswith(want)]   # LIKE ignores case
-        if not found:
-            raise HistoryError(f'no stored session {want!r} '
-                               f'(`reframe --list-stored-sessions` lists them)')
-        if len(found) > 1:
-            raise HistoryError(f'session {want!r} is ambiguous: '
-                               f'{", ".join(str(u) for u, _ in found)}')
+        _exactly_one(want, [str(u) for u, _ in found])
         uuid, start = found[0]
         return Stored(str(uuid), float(start) if _finite(start) else 0.0)
 
@@ -314,12 +318,7 @@ def select(sessions: list[Session], *, uuids: Iterable[str] = (), last: int | No
         picked = []
         for want in wanted:
             found = [s for s in sessions if s.uuid.startswith(want)]
-            if not found:
-                raise HistoryError(f'no stored session {want!r} '
-                                   f'(`reframe --list-stored-sessions` lists them)')
-            if len(found) > 1:
-                raise HistoryError(f'session {want!r} is ambiguous: '
-                                   f'{", ".join(s.uuid for s in found)}')
+            _exactly_one(want, [s.uuid for s in found])
             picked.append(found[0])
         chosen = picked
     if since is not None:
