@@ -433,3 +433,19 @@ def test_repeated_launches_are_interleaved_in_time():
     assert interleaved(['--repeat=8', '--exec-order', 'name']) == [
         '--repeat=8', '--exec-order', 'name']
     assert interleaved(['-n', 'PingPong']) == ['-n', 'PingPong']
+
+
+@pytest.mark.parametrize('n_base,n_new,level', [(160, 8, 0.9999), (3, 3, 0.95), (24, 7, 0.999)])
+def test_the_bootstrap_interval_is_scipys_percentile_bootstrap(n_base, n_new, level):
+    from scipy import stats
+    rng = np.random.default_rng(n_base)
+    base, new = rng.lognormal(0, 0.3, n_base), rng.lognormal(0.1, 0.3, n_new)
+    settings = gate.Settings()
+    ref = stats.bootstrap((new, base), lambda a, b, axis=-1: np.median(a, axis=axis)
+                          - np.median(b, axis=axis), vectorized=True, paired=False,
+                          n_resamples=settings.n_boot, method='percentile',
+                          confidence_level=level, rng=np.random.default_rng(settings.seed))
+    low, high = gate._boot_interval(list(base), list(new), level, settings)
+    assert low == pytest.approx(ref.confidence_interval.low, abs=1e-12)
+    assert high == pytest.approx(ref.confidence_interval.high, abs=1e-12)
+    assert low < high

@@ -361,6 +361,40 @@ def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
         assert [c['field'] for c in cps[0]['changes']] == ['env.UCX_TLS']
 
 
+def test_report_history_section_in_worker_processes_is_the_serial_one(tmp_path, report,
+                                                                     monkeypatch):
+    """From PARALLEL_FROM keys on, the change points are searched in forked workers, each
+    through its own read-only connection: the section is the same, variable for variable."""
+    import os
+
+    from commcheck.report import entry
+    from commcheck.report.sections import history
+    change = history_gen.Change(at=8, environ='gnu-mpich4', field='mpi_version',
+                                before='4.0.2', after='4.1', factor=1.4)
+    db, _ = make(tmp_path, report, 12, changes=[change])
+    monkeypatch.setenv('RFM_REFERENCE_PREFIX', str(tmp_path / 'refs'))
+    searched_in = tmp_path / 'pids'
+    real = trend.stream
+
+    def stream(groups, *args):
+        with searched_in.open('a') as f:
+            f.write(f'{os.getpid()}\n')
+        return real(groups, *args)
+    monkeypatch.setattr(trend, 'stream', stream)
+    sections = []
+    for parallel_from in (10 ** 9, 1):
+        monkeypatch.setattr(history, 'PARALLEL_FROM', parallel_from)
+        searched_in.write_text('')
+        page = entry.report_of_stored(db, [], tmp_path / f'out{parallel_from}', tmp_path,
+                                      lambda m: None)
+        sections.append(json.loads((page.parent / 'data.json').read_text())['sections']
+                        ['history'])
+        pids = set(searched_in.read_text().split())
+        assert (pids == {str(os.getpid())}) == (parallel_from > 1), pids
+    serial, parallel = sections
+    assert serial == parallel and any(r['change_points'] for r in serial['rows'])
+
+
 def test_baseline_and_compare_decode_only_what_they_judge(tmp_path, report, monkeypatch):
     db, _ = make(tmp_path, report, 12, repeat=5, changes=[])
     sessions = store.read_db(db)

@@ -107,7 +107,7 @@ class Outcome:
     threshold: float
     level: str                      #: 'sessions' or 'launches': the unit of the interval
     needed: int | None = None       #: launches (or sessions) a side that would decide
-    p: float | None = None          #: Mann-Whitney U, launches
+    p: float | None = None          #: Mann-Whitney U p-value; launches only
 
     @property
     def detectable(self) -> float:
@@ -142,16 +142,28 @@ def _min_rank_launches(alpha: float) -> int:
     return n
 
 
-def _boot_halfwidth(base: list[float], new: list[float], level: float, settings: Settings):
-    """(low, high) of the percentile bootstrap of median(new) - median(base)."""
-    from scipy import stats  # here: scipy costs a second to import, the CLI's help none
+def _boot_interval(base: list[float], new: list[float], level: float, settings: Settings):
+    """(low, high) of the percentile bootstrap of median(new) - median(base), each side
+    resampled on its own (unpaired). The same resampling and percentiles as
+    ``scipy.stats.bootstrap(method='percentile', paired=False)`` with the same generator
+    (``tests/unit/test_gate.py`` holds the two equal), without its per-call checks: the gate
+    computes one or two per key variable, some hundreds for a suite."""
+    rng = np.random.default_rng(settings.seed)
+    medians = []
+    for side in (np.asarray(new), np.asarray(base)):
+        picks = rng.integers(0, len(side), (settings.n_boot, len(side)))
+        medians.append(np.median(side[picks], axis=-1))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(medians[0] - medians[1], [tail, 100 - tail])
+    return float(low), float(high)
 
-    def diff(a, b, axis=-1):
-        return np.median(a, axis=axis) - np.median(b, axis=axis)
-    res = stats.bootstrap((np.asarray(new), np.asarray(base)), diff, vectorized=True,
-                          n_resamples=settings.n_boot, method='percentile', paired=False,
-                          confidence_level=level, rng=np.random.default_rng(settings.seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+def _rank_p(base: list[float], new: list[float]) -> float:
+    """Two-sided Mann-Whitney U p-value (1 where every value is equal)."""
+    from scipy import stats  # here: scipy.stats costs a second to import; sessions need none
+    if len(set(base) | set(new)) == 1:
+        return 1.0
+    return float(stats.mannwhitneyu(new, base, alternative='two-sided').pvalue)
 
 
 def _needed(n: int, change: float, low: float, high: float, threshold: float,
@@ -166,29 +178,27 @@ def _needed(n: int, change: float, low: float, high: float, threshold: float,
 
 def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()) -> Outcome:
     """The three-outcome comparison of one quantity (see the module's docstring)."""
-    from scipy import stats
     level = 1 - settings.alpha / max(m, 1)
     change = statistics.median(new.values) - statistics.median(base.values)
-    low, high = _boot_halfwidth(base.values, new.values, level, settings)
+    low, high = _boot_interval(base.values, new.values, level, settings)
     medians = base.by_session()
     between = robust.sigma(medians) if len(medians) >= settings.min_sessions else None
     threshold = settings.threshold(between, robust.sigma(base.values))
-    p = 1.0 if len(set(base.values) | set(new.values)) == 1 else float(
-        stats.mannwhitneyu(new.values, base.values, alternative='two-sided').pvalue)
     n = min(len(base.values), len(new.values))
     if between is not None:
         below, above = change - low, high - change         # the launch-level half-widths
         change = statistics.median(new.by_session()) - statistics.median(medians)
-        half = stats.norm.ppf(1 - (1 - level) / 2) * between * math.sqrt(
+        half = statistics.NormalDist().inv_cdf(1 - (1 - level) / 2) * between * math.sqrt(
             1 / len(medians) + 1 / len(new.by_session()))
         low, high = change - max(half, below), change + max(half, above)
-        out = Outcome(UNKNOWN, change, low, high, threshold, 'sessions', p=p)
+        out = Outcome(UNKNOWN, change, low, high, threshold, 'sessions')
         n = max(len(medians), len(new.by_session()))
         rank_ok, rank_n = True, 0
     else:
-        out = Outcome(UNKNOWN, change, low, high, threshold, 'launches', p=p)
+        out = Outcome(UNKNOWN, change, low, high, threshold, 'launches',
+                      p=_rank_p(base.values, new.values))
         rank_n = _min_rank_launches(1 - level)
-        rank_ok = p < 1 - level
+        rank_ok = out.p < 1 - level
     if low > threshold and rank_ok:
         out.outcome = WORSE
     elif high < -threshold and rank_ok:

@@ -17,7 +17,6 @@ import statistics
 from collections.abc import Iterable
 
 import numpy as np
-from scipy import stats
 
 from commcheck import experiments
 from commcheck.analysis import robust
@@ -122,6 +121,7 @@ def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
            min_points: int = 4) -> list[ChangePoint]:
     if len(points) < min_points:
         return []
+    from scipy import stats  # here: a second to import; compare reads trends rarely
     found, start = [], 0
     # The gate derives its threshold per comparison; change points keep a fixed one.
     min_effect = TREND_MIN_EFFECT if settings.min_effect is None else settings.min_effect
@@ -132,9 +132,11 @@ def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
         b_med = statistics.median(s.value for s in before)
         a_med = statistics.median(s.value for s in after)
         ratio = a_med / b_med
+        if abs(math.log(ratio)) <= math.log(1 + min_effect):
+            continue            # too small to report: no need of the (costlier) rank test
         p = float(stats.mannwhitneyu([s.value for s in after], [s.value for s in before],
                                      alternative='two-sided').pvalue)
-        if p < settings.alpha and abs(math.log(ratio)) > math.log(1 + min_effect):
+        if p < settings.alpha:
             direction = experiments.direction(experiments.check_of(key[3]), key[4], before[0].unit)
             worse = None if direction is None else (
                 ratio > 1 if direction == experiments.LOWER_IS_BETTER else ratio < 1)

@@ -122,6 +122,9 @@ class SessionsHistory:
             and (c.get('system'), c.get('partition'), c.get('environ')) == (
                 system, partition, environ) for c in s.cases)]
 
+    def reopened(self) -> SessionsHistory:
+        return self
+
     def points(self, key: tuple) -> list[trend.Point]:
         if self._series is None:
             self._series = trend.series(self._sessions)
@@ -141,6 +144,10 @@ class StoredHistory:
 
     def points(self, key: tuple) -> list[trend.Point]:
         return trend.points(self.index.samples(key), self._when)
+
+    def reopened(self) -> StoredHistory:
+        """This history through a connection of its own (for a forked process)."""
+        return StoredHistory(self.index.reopened())
 
     def sessions_with(self, check: str, system: str, partition: str, environ: str) -> list:
         """The sessions (with their test cases) that ran ``check`` on that environment: found

@@ -113,6 +113,15 @@ class SampleIndex:
         row = self.conn.execute('SELECT value FROM meta WHERE name = ?', (name,)).fetchone()
         return row[0] if row else None
 
+    def reopened(self) -> SampleIndex:
+        """The same index through a connection of its own, read-only, not updated: for a
+        process forked after this one opened it (SQLite forbids sharing a connection across
+        fork)."""
+        twin = SampleIndex(self.db, self.path, self.warn)
+        twin.conn = sqlite3.connect(f'{self.path.resolve().as_uri()}?mode=ro', uri=True,
+                                    isolation_level=None, timeout=60)
+        return twin
+
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
