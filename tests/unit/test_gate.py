@@ -14,7 +14,7 @@ import yaml
 
 from commcheck import cli, experiments
 from commcheck.analysis import baseline, gate, trend
-from commcheck.cli import bench_gate, gate_output
+from commcheck.cli import bench_gate, compare
 from commcheck.results import references, store
 from commcheck.results.store import Sample, Session, group
 
@@ -199,7 +199,7 @@ def test_floor_variables_are_judged_with_their_variable_not_alone():
 def test_exit_codes(verdicts, fail_on_machine, code):
     comps = [gate.Comparison(key=KEY, unit='us', direction='lower', base=[], new=[], verdict=v)
              for v in verdicts]
-    assert gate_output.exit_code(comps, fail_on_machine) == code
+    assert compare.exit_code(comps, fail_on_machine) == code
 
 
 def test_verdict_rule_table():

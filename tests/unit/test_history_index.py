@@ -18,7 +18,7 @@ import pytest
 
 from commcheck import cli
 from commcheck.analysis import trend
-from commcheck.cli import gate_output
+from commcheck.cli import selection
 from commcheck.results import history_gen, preflight, sample_index, store
 
 SOURCE = Path(__file__).parents[1] / 'report' / 'fixtures' / 'session-main.json.gz'
@@ -250,7 +250,7 @@ def test_history_over_the_index_equals_history_over_every_session(tmp_path, repo
     series, points = trend.history(store.read_db(db))
     keys = {tuple(s['key']) for s in streamed['series']}
     assert keys == {k for k, pts in series.items()
-                    if gate_output._keep_key(k, pts[0].samples[0].unit, True)}
+                    if selection.keep_key(k, pts[0].samples[0].unit, True)}
     for row in streamed['series']:
         assert [p['value'] for p in row['points']] == [p.value for p in
                                                        series[tuple(row['key'])]]
@@ -275,8 +275,12 @@ def test_compare_says_since_when_from_the_index(tmp_path, report):
     db, gen = make(tmp_path, report, 10, repeat=10, changes=[change])
     sessions = store.read_db(db)
     out = tmp_path / 'gate.json'
-    code = cli.main(['compare', '--db', str(db), '--baseline-session', sessions[0].uuid,
-                     '--json', str(out)])
+    args = ['compare', '--db', str(db), '--baseline-session', sessions[0].uuid, '--json', str(out)]
+    assert cli.main(args) == 1          # no index: compare does not build one, says no since
+    assert not sample_index.index_path(db).exists()
+    assert all(c['since'] is None for c in json.loads(out.read_text())['comparisons'])
+    sample_index.open_index(db).close()
+    code = cli.main(args)
     record = json.loads(out.read_text())
     regressed = [c for c in record['comparisons'] if c['verdict'] == 'regressed']
     assert code == 1 and regressed, [(c['environ'], c['variable'], c['verdict'])

@@ -48,7 +48,7 @@ def test_a_kernel_that_did_not_start_fails_with_its_stderr(tmp_path):
     (tmp_path / 'err').write_text('srun: warning\n\n[n3:123] *** Process received signal ***\n'
                                   'srun: error: cc-n3: task 2: Segmentation fault\n')
     check = types.SimpleNamespace(stagedir=str(tmp_path), stdout='out', stderr='err',
-                                  findings=[])
+                                  faults=[])
     with pytest.raises(Exception, match=r'no META record: the kernel did not start properly; '
                                         r'its stderr ends: srun: warning \| \[n3:123\] .* \| '
                                         r'srun: error: cc-n3: task 2: Segmentation fault'):

@@ -25,9 +25,22 @@ if os.path.basename(sys.argv[0]) == 'commcheck':
     for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(_sig, lambda signum, _frame: errors.PENDING_SIGNALS.append(signum))
 
-from commcheck.cli import bench, gate, guard, options, preflight, report, run, site, tools  # noqa: E402  # noqa: E402
+from commcheck.cli import (  # noqa: E402
+    archive,
+    baseline,
+    bench,
+    compare,
+    guard,
+    history,
+    options,
+    preflight,
+    report,
+    run,
+    site,
+    tools,
+)
 
-COMMANDS = (run, preflight, report, site, tools, bench, gate)
+COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive)
 
 
 def parser() -> options.Parser:

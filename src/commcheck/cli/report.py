@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from commcheck import paths
 from commcheck.cli import options
-from commcheck.cli.gate import no_match, reports_dir_usable
+from commcheck.cli.selection import no_match, reports_dir_usable
 
 
 def add_parsers(sub) -> None:

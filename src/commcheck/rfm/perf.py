@@ -41,10 +41,10 @@ def kernel_passed(check, sizes: str | None = None) -> bool:
     size it was asked for (``sizes``: the ``--sizes`` text it was given). A kernel that did not
     start is failed with the last lines of its job's stderr (the launcher's or MPI's reason)."""
     out = _stdout_records(check)
-    findings = list(getattr(check, 'findings', ()))
+    faults = list(getattr(check, 'faults', ()))
     if not out['META']:
-        findings.append(f'its stderr ends: {stderr_tail(check)}')
-    return run_passed(out, sizes, findings=findings)
+        faults.append(f'its stderr ends: {stderr_tail(check)}')
+    return run_passed(out, sizes, faults=faults)
 
 
 def stderr_tail(check, lines: int = 3, chars: int = 400) -> str:
@@ -59,8 +59,8 @@ def stderr_tail(check, lines: int = 3, chars: int = 400) -> str:
 
 
 def run_passed(out: dict, sizes: str | None = None, what: str = 'the kernel',
-               findings=()) -> bool:
-    why = ''.join(f'; {f}' for f in findings)
+               faults=()) -> bool:
+    why = ''.join(f'; {f}' for f in faults)
     sn.assert_true(out['META'],
                    msg=f'no META record: {what} did not start properly{why}').evaluate()
     sn.assert_true(out['PASS'], msg=f'no PASS record: {what} did not validate its data '
@@ -112,7 +112,7 @@ def computed_variables(check, values: dict[str, tuple[float, str]]) -> dict:
     finding saying which, so the test fails with that reason once its other data are kept."""
     bad = sorted(name for name, (value, _) in values.items() if not math.isfinite(value))
     if bad:
-        check.findings = check.findings + [f'not computable (not finite): {", ".join(bad)}']
+        check.faults = check.faults + [f'not computable (not finite): {", ".join(bad)}']
     return {name: sn.make_performance_function(sn.defer(value), unit)
             for name, (value, unit) in values.items() if name not in bad}
 

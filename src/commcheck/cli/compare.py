@@ -1,36 +1,73 @@
-"""``commcheck compare`` and ``commcheck history``: the gate's tables, JSON and exit codes."""
+"""``commcheck compare``: the gate, the judged session(s) against the baseline; its verdicts
+as text, its JSON and its exit code. The rule is :mod:`commcheck.analysis.gate`'s."""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 from rich.markup import escape
-from rich.table import Table
 
 from commcheck import console as textconsole
-from commcheck import experiments, paths
+from commcheck import paths
 from commcheck.analysis import baseline, gate, trend
+from commcheck.cli import options
+from commcheck.cli.selection import describe, keep, no_match, reports_dir_usable
+from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
 from commcheck.results import sample_index, store
 from commcheck.results.store import HistoryError
-
-EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED = 0, 1, 3
 
 # A terminal's own width; in a CI log or a pipe, wide enough that rows stay one line.
 console = textconsole.make()
 
 
-def _keep(sample: store.Sample, everything: bool) -> bool:
-    return not sample.oversubscribed and _keep_key(sample.key, sample.unit, everything)
+def add_parsers(sub) -> None:
+    comp = sub.add_parser('compare', help='the gate: flag regressions against the baseline')
+    options.add_db(comp)
+    options.add_sessions(comp, 'session(s) to judge (default: the newest)')
+    comp.add_argument('--baseline', type=options.existing_file,
+                      help='baseline file (default: <references>/<system>.baseline.json)')
+    comp.add_argument('--baseline-session', action='append', metavar='UUID',
+                      type=options.session_id,
+                      help='take the baseline from these stored sessions instead')
+    comp.add_argument('--environ', metavar='OLD', type=options.name,
+                      help='compare two environments of the session(s): OLD ...')
+    comp.add_argument('--against', metavar='NEW', type=options.name, help='... against NEW')
+    from commcheck.analysis.gate import Settings  # the defaults are the gate's, said once
+    comp.add_argument('--min-effect', type=options.fraction,
+                      help="smallest change that can flag (default: from the baseline's "
+                           f'spread, at least {Settings.session_floor * 100:.0f} %% between '
+                           f'sessions, {Settings.launch_floor * 100:.0f} %% between launches)')
+    comp.add_argument('--alpha', type=options.fraction,
+                      help='family-wise false-alarm rate over the variables '
+                           f'(default {Settings.alpha})')
+    comp.add_argument('--min-samples', type=options.positive_int,
+                      help='launches a side below which nothing is computed '
+                           f'(default {Settings.min_samples})')
+    comp.add_argument('--fail-on-machine-change', action='store_true',
+                      help='exit 1 when the hardware floor moved too (a site that wants to '
+                           'catch a bad node)')
+    options.add_all(comp)
+    comp.add_argument('--json', type=options.output_file,
+                      help='write the comparison here (default: reports/gate/<session>.json)')
+    comp.set_defaults(func=cmd_compare)
 
 
-def _keep_key(key: tuple, unit: str, everything: bool) -> bool:
-    check, variable = experiments.check_of(key[3]), key[4]
-    if everything:
-        return experiments.direction(check, variable, unit) is not None
-    return variable in experiments.gated_variables(check)
+def cmd_compare(args) -> int:
+    if bool(args.environ) != bool(args.against):
+        raise UserError('--environ OLD and --against NEW go together')
+    if not args.json:
+        reports_dir_usable('the comparison (reports/gate/)')
+        problem = options.path_problem(paths.REPORTS_DIR / 'gate', 'directory', parents=True)
+        if problem:
+            raise UserError(f'{problem} (where the comparison is written; or give --json)')
+    try:
+        return _compare(args)
+    except store.HistoryError as err:
+        raise no_match(args.db or paths.RESULTS_DB, err,
+                       describe(args) if args.session or args.baseline_session
+                       else 'the newest session') from None
 
 
 def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
@@ -49,7 +86,7 @@ def _baseline_samples(args, judged, db: store.ResultsDB) -> tuple[dict, str]:
     if args.baseline_session:
         chosen = db.load([db.resolve(u) for u in args.baseline_session], store.warn_stderr,
                          cases=False)
-        samples = [s for sess in chosen for s in sess.samples if _keep(s, args.all)]
+        samples = [s for sess in chosen for s in sess.samples if keep(s, args.all)]
         return store.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
     systems = sorted({s.system for s in judged})
     ref_dir = paths.references_dir()
@@ -67,8 +104,12 @@ def _since(regressed: list[gate.Comparison], base: dict, db: store.ResultsDB) ->
     the baseline's first session on: only these sessions, and only these variables, are read
     from the sample index, so the cost does not grow with the years stored before the
     baseline (a baseline file without its sessions' ids, written before they were kept,
-    searches the whole history)."""
+    searches the whole history). Where no index exists none is built, and a line says so."""
     if not regressed:
+        return {}
+    if not sample_index.index_path(db.path).exists():
+        console.print('since when: not looked up: no sample index yet (`commcheck history` or '
+                      'the report makes it; compare does not build one)')
         return {}
     sessions = {s.session for c in regressed for s in base.get(c.key, ())}
     stored = db.stored()
@@ -110,6 +151,8 @@ STYLES = {gate.MPI_REGRESSED: 'bold red', gate.BOTH: 'bold red', gate.REGRESSED:
 COLUMNS = ('verdict', 'test', 'variable', 'baseline', 'now', 'change',
            'MPI cost (or value), worse +', 'floor, worse +', 'threshold', 'detectable', 'n',
            'note')
+
+
 LEFT = {'verdict', 'test', 'variable', 'note'}
 
 
@@ -188,7 +231,7 @@ def _explain(comparisons, settings: gate.Settings) -> None:
                   f'apart.')
 
 
-def compare(args) -> int:
+def _compare(args) -> int:
     if bool(args.environ) != bool(args.against):
         raise HistoryError('--environ OLD and --against NEW go together')
     db = store.ResultsDB(args.db or paths.RESULTS_DB)
@@ -196,7 +239,7 @@ def compare(args) -> int:
     judged_sessions = db.load(chosen, store.warn_stderr, cases=False)
     if not judged_sessions:
         raise HistoryError(f'{db.path}: no readable stored session to judge')
-    judged = [s for sess in judged_sessions for s in sess.samples if _keep(s, args.all)]
+    judged = [s for sess in judged_sessions for s in sess.samples if keep(s, args.all)]
     label = ', '.join(s.uuid for s in judged_sessions)
     if args.environ:
         base, now = _env_pair(judged, args.environ, args.against)
@@ -231,55 +274,3 @@ def compare(args) -> int:
     out.write_text(json.dumps(record, indent=1, default=str) + '\n')
     console.print(f'commcheck: wrote {out}')
     return exit_code(comparisons, fail_on_machine)
-
-
-def _groups(index: sample_index.SampleIndex, sessions: list, everything: bool, pattern):
-    """(key, points) of each variable the selection keeps, one variable at a time."""
-    when = {s.uuid: s.when for s in sessions}
-    keys = sorted({key for key, unit in index.keys(sessions) if _keep_key(key, unit, everything)
-                   and (pattern is None or pattern.search(' '.join(key[2:])))})
-    for key in keys:
-        yield key, trend.points(index.samples(key, sessions), when)
-
-
-def history_cmd(args) -> int:
-    db = store.ResultsDB(args.db or paths.RESULTS_DB)
-    chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
-                       until=args.until)
-    if not chosen:
-        raise HistoryError(f'{db.path}: no session matches the selection')
-    pattern = re.compile(args.match) if args.match else None
-    with console.status('searching change points...'):
-        index = sample_index.open_index(db, store.warn_stderr)
-        try:
-            sessions = index.sessions(chosen)
-            series, points = trend.stream(_groups(index, sessions, args.all, pattern))
-        finally:
-            index.close()
-    table = Table(title=f'commcheck history: {len(sessions)} sessions, {len(series)} variables',
-                  header_style='bold')
-    for col in ('variable', 'sessions', 'first', 'latest', 'change points'):
-        table.add_column(col, overflow='fold')
-    by_key: dict = {}
-    for cp in points:
-        by_key.setdefault(cp.key, []).append(cp)
-    for key, pts in sorted(series.items()):
-        cps = '; '.join(
-            f"{cp.change:+.0%} from {cp.session[:8]} ({cp.when[:16]})"
-            + (f": {', '.join(f'{k} {a} -> {b}' for k, (a, b) in cp.provenance_changes.items())}"
-               if cp.provenance_changes else '')
-            for cp in by_key.get(key, []))
-        table.add_row(store.key_label(key), str(len(pts)), f'{pts[0].value:.4g}',
-                      f'{pts[-1].value:.4g}', cps or '-')
-    console.print(table)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            'sessions': [s.uuid for s in sessions],
-            'series': [{'key': list(k), 'points': [{'session': p.session, 'when': p.when,
-                                                     'value': p.value} for p in pts]}
-                       for k, pts in sorted(series.items())],
-            'change_points': [cp.as_dict() for cp in points]}, indent=1) + '\n')
-        console.print(f'commcheck: wrote {args.json}')
-    return EXIT_OK
-

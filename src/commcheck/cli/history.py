@@ -1,0 +1,88 @@
+"""``commcheck history``: change points over stored sessions, read one variable at a time from
+the sample index (:mod:`commcheck.analysis.trend` finds them)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from rich.table import Table
+
+from commcheck import console as textconsole
+from commcheck import paths
+from commcheck.analysis import trend
+from commcheck.cli import options
+from commcheck.cli.selection import describe, keep_key, no_match
+from commcheck.errors import EXIT_OK
+from commcheck.results import sample_index, store
+from commcheck.results.store import HistoryError
+
+console = textconsole.make()
+
+
+def add_parsers(sub) -> None:
+    hist = sub.add_parser('history', help='change points over stored sessions')
+    options.add_selection(hist, 'history over this')
+    hist.add_argument('--match', type=options.pattern, default='',
+                      help='regex on "environ test variable"')
+    options.add_all(hist)
+    hist.add_argument('--json', type=options.output_file, help='write the change points here')
+    hist.set_defaults(func=cmd_history)
+
+
+def cmd_history(args) -> int:
+    try:
+        return _history(args)
+    except store.HistoryError as err:
+        raise no_match(args.db or paths.RESULTS_DB, err, describe(args)) from None
+
+
+def _groups(index: sample_index.SampleIndex, sessions: list, everything: bool, pattern):
+    """(key, points) of each variable the selection keeps, one variable at a time."""
+    when = {s.uuid: s.when for s in sessions}
+    keys = sorted({key for key, unit in index.keys(sessions) if keep_key(key, unit, everything)
+                   and (pattern is None or pattern.search(' '.join(key[2:])))})
+    for key in keys:
+        yield key, trend.points(index.samples(key, sessions), when)
+
+
+def _history(args) -> int:
+    db = store.ResultsDB(args.db or paths.RESULTS_DB)
+    chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
+                       until=args.until)
+    if not chosen:
+        raise HistoryError(f'{db.path}: no session matches the selection')
+    pattern = re.compile(args.match) if args.match else None
+    with console.status('searching change points...'):
+        index = sample_index.open_index(db, store.warn_stderr)
+        try:
+            sessions = index.sessions(chosen)
+            series, points = trend.stream(_groups(index, sessions, args.all, pattern))
+        finally:
+            index.close()
+    table = Table(title=f'commcheck history: {len(sessions)} sessions, {len(series)} variables',
+                  header_style='bold')
+    for col in ('variable', 'sessions', 'first', 'latest', 'change points'):
+        table.add_column(col, overflow='fold')
+    by_key: dict = {}
+    for cp in points:
+        by_key.setdefault(cp.key, []).append(cp)
+    for key, pts in sorted(series.items()):
+        cps = '; '.join(
+            f"{cp.change:+.0%} from {cp.session[:8]} ({cp.when[:16]})"
+            + (f": {', '.join(f'{k} {a} -> {b}' for k, (a, b) in cp.provenance_changes.items())}"
+               if cp.provenance_changes else '')
+            for cp in by_key.get(key, []))
+        table.add_row(store.key_label(key), str(len(pts)), f'{pts[0].value:.4g}',
+                      f'{pts[-1].value:.4g}', cps or '-')
+    console.print(table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            'sessions': [s.uuid for s in sessions],
+            'series': [{'key': list(k), 'points': [{'session': p.session, 'when': p.when,
+                                                     'value': p.value} for p in pts]}
+                       for k, pts in sorted(series.items())],
+            'change_points': [cp.as_dict() for cp in points]}, indent=1) + '\n')
+        console.print(f'commcheck: wrote {args.json}')
+    return EXIT_OK

@@ -1,0 +1,92 @@
+"""What the commands over stored sessions share: the selection they read (through the sample
+index where one exists), the variables the gate judges, and the checks that must hold before any
+of them reads or prints (outputs writable; a selection that matches sessions, else "no session
+matches ...", exit 2, as for an empty database)."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from commcheck import experiments, paths
+from commcheck.cli import options
+from commcheck.errors import UserError
+
+
+def reports_dir_usable(what: str) -> None:
+    """The default output under COMMCHECK_REPORTS must be writable."""
+    problem = options.path_problem(paths.REPORTS_DIR, 'directory', parents=True)
+    if problem:
+        raise UserError(f'COMMCHECK_REPORTS: {problem} (where {what} is written)')
+
+
+def describe(args) -> str:
+    """The selection the arguments asked for, in words."""
+    said = []
+    for opt in ('session', 'baseline_session'):
+        if getattr(args, opt, None):
+            said.append(f'--{opt.replace("_", "-")} {" ".join(getattr(args, opt))}')
+    for opt in ('since', 'until'):
+        if getattr(args, opt, None) is not None:
+            when = datetime.datetime.fromtimestamp(getattr(args, opt)).isoformat(timespec='minutes')
+            said.append(f'--{opt} {when}')
+    if getattr(args, 'last', None):
+        said.append(f'--last {args.last}')
+    return ', '.join(said) or 'the selection'
+
+
+def no_match(db: Path, err: Exception, what: str) -> UserError:
+    """A HistoryError that says nothing was selected becomes "no session matches ..."."""
+    text = str(err)
+    if 'no stored session' in text and 'ambiguous' not in text:
+        return UserError(f'no session matches {what} in {db}: {text}')
+    return err if isinstance(err, UserError) else UserError(text)
+
+
+def selected(args, warn):
+    """The stored sessions the selection options name, their samples read through the sample
+    index where ``history`` or the report made one (only these sessions are added to it if
+    missing), else decoded from the database (a command creates no index as a side effect);
+    "no session matches" when none."""
+    from commcheck.results import sample_index, store
+    db = store.ResultsDB(args.db or paths.RESULTS_DB)
+    try:      # only the selected sessions' records are decoded
+        chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
+                           until=args.until)
+    except store.HistoryError as err:
+        raise no_match(db.path, err, describe(args)) from None
+    if not chosen:
+        raise UserError(f'no session matches {describe(args)} in {db.path} '
+                        f'({len(db.stored())} stored)')
+    if not sample_index.index_path(db.path).exists():
+        return db.load(chosen, warn, cases=False)
+    try:
+        index = sample_index.open_index(db, warn, only=[s.uuid for s in chosen])
+    except store.HistoryError as err:
+        warn(f'{err}; the sessions are decoded from the database instead')
+        return db.load(chosen, warn, cases=False)
+    try:
+        return index.load(chosen)
+    finally:
+        index.close()
+
+
+def ref_dir(args) -> Path:
+    ref_dir = Path(args.refs) if args.refs else paths.references_dir()
+    problem = options.path_problem(ref_dir, 'directory', parents=not args.refs)
+    if problem:
+        raise UserError(f'--refs / RFM_REFERENCE_PREFIX: {problem}')
+    return ref_dir
+
+
+def keep(sample, everything: bool) -> bool:
+    """Whether the gate judges this sample: not oversubscribed, a gated variable (any variable
+    with a direction, with ``--all``)."""
+    return not sample.oversubscribed and keep_key(sample.key, sample.unit, everything)
+
+
+def keep_key(key: tuple, unit: str, everything: bool) -> bool:
+    check, variable = experiments.check_of(key[3]), key[4]
+    if everything:
+        return experiments.direction(check, variable, unit) is not None
+    return variable in experiments.gated_variables(check)
