@@ -1,6 +1,8 @@
 """The code passes the linter configured in pyproject.toml (ruff: pycodestyle, pyflakes, import
-order, pyupgrade, bugbear), so a ``# noqa`` is a decision on the line, not a habit."""
+order, pyupgrade, bugbear), so a ``# noqa`` is a decision on the line, not a habit; the package's
+layers import only downwards; no function is longer than 50 lines."""
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -91,3 +93,29 @@ def test_an_import_reaching_up_a_layer_is_found(tmp_path):
     assert layering_faults(package) == [
         'commcheck.analysis.gate (analysis) imports reframe',
         'commcheck.site.stacks (site) imports commcheck.analysis (analysis)']
+
+
+#: The longest function the code may hold (issue 23: a reader sees a function whole).
+MAX_FUNCTION_LINES = 50
+
+
+def long_functions(root: Path) -> list[str]:
+    """Each function (or method) of the Python files under ``root`` longer than the limit."""
+    out = []
+    for path in sorted(root.rglob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    out.append(f'{path.relative_to(root)}:{node.lineno} {node.name}: {lines} lines')
+    return out
+
+
+def test_no_function_is_longer_than_the_limit():
+    assert [f for d in ('src', 'checks', 'config') for f in long_functions(ROOT / d)] == []
+
+
+def test_a_long_function_is_found(tmp_path):
+    body = ''.join(f'    x{i} = {i}\n' for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / 'long.py').write_text(f'def short():\n    pass\n\n\ndef long():\n{body}')
+    assert long_functions(tmp_path) == [f'long.py:5 long: {MAX_FUNCTION_LINES + 1} lines']

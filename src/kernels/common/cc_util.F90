@@ -400,14 +400,14 @@ end module cc_util
 ! Bytes are stored as value - 128 to fit int8; buffers are zero-based like the offsets.
 module cc_payload
   CC_USE_MPI
-  use, intrinsic :: iso_fortran_env, only: int8, int64
+  use, intrinsic :: iso_fortran_env, only: int8, int64, real64
   use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_int64_t
   use cc_util
   implicit none
   private
-  public :: cc_sweep, cc_sweep_args, cc_payload_fill, cc_payload_stamp, cc_payload_byte, &
-            cc_payload_mismatch, cc_floor_open, cc_floor_begin, cc_floor_batch, &
-            cc_floor_end, cc_floor_close
+  public :: cc_sweep, cc_sweep_args, cc_sweep_step, cc_sweep_time, cc_payload_fill, &
+            cc_payload_stamp, cc_payload_byte, cc_payload_mismatch, cc_floor_open, &
+            cc_floor_begin, cc_floor_batch, cc_floor_end, cc_floor_close
   integer, parameter :: FLOOR_NO = 0, FLOOR_YES = 1, FLOOR_TCP = 2
 
   ! The hardware floor (common/cc_floor.h), shared with the C kernels.
@@ -453,7 +453,50 @@ module cc_payload
     integer :: floor = FLOOR_YES    ! --floor yes|no|tcp
   end type
 
+  ! One step of a sweep (a round trip, an exchange) with messages of nbytes, numbered it
+  ! (-warmup..-1 untimed, 0..iters-1 timed). A module procedure of the kernel, its buffers the
+  ! module's: an internal procedure passed here would need a trampoline (an executable stack).
+  abstract interface
+    subroutine cc_sweep_step(nbytes, it)
+      import :: int64
+      integer(int64), intent(in) :: nbytes, it
+    end subroutine
+  end interface
+
 contains
+
+  ! One size of a sweep (C: cc_sweep_time): MPI_Barrier, sw%warmup untimed steps, then
+  ! sw%iters timed ones in sw%batches batches, MPI_Wtime around each batch and one floor batch
+  ! after each (the floor measured at this size if the sweep wants it there). The median of the
+  ! batch means and the mean over all steps, in microseconds per step (cc_batch_timing).
+  subroutine cc_sweep_time(sw, step, hw_floor, nbytes, median_us, mean_us)
+    type(cc_sweep), intent(in) :: sw
+    procedure(cc_sweep_step) :: step
+    type(c_ptr), intent(in) :: hw_floor
+    integer(int64), intent(in) :: nbytes
+    real(real64), intent(out) :: median_us, mean_us
+    real(real64) :: elapsed(sw%batches), t0
+    integer(int64) :: counts(sw%batches), first, it
+    integer :: b, ierr
+    call cc_floor_begin(hw_floor, sw, nbytes)
+    call MPI_Barrier(MPI_COMM_WORLD, ierr)
+    call cc_check(ierr, 'MPI_Barrier')
+    do it = -sw%warmup, -1
+      call step(nbytes, it)
+    end do
+    do b = 1, sw%batches
+      first = cc_batch_start(b - 1, sw%batches, sw%iters)
+      counts(b) = cc_batch_start(b, sw%batches, sw%iters) - first
+      t0 = MPI_Wtime()
+      do it = first, first + counts(b) - 1
+        call step(nbytes, it)
+      end do
+      elapsed(b) = MPI_Wtime() - t0
+      call cc_floor_batch(hw_floor, counts(b))
+    end do
+    call cc_floor_end(hw_floor)
+    call cc_batch_timing(elapsed, counts, median_us, mean_us)
+  end subroutine
 
   ! Parses the command line; a sweep runs on exactly 2 ranks.
   subroutine cc_sweep_args(kernel, print_usage, sw)
