@@ -117,6 +117,26 @@ def test_a_cost_change_the_floors_move_can_explain_is_the_machine(machine):
     assert "MPI's own cost +" in comp.note and "floor's move" in comp.note
 
 
+def test_a_moved_floor_is_named_beside_the_variables_of_its_launches_that_cannot_be_told():
+    moved = gate.Outcome(gate.WORSE, 0.8, 0.6, 1.0, 0.05, 'sessions')
+    unknown = gate.Outcome(gate.UNKNOWN, 0.0, -0.3, 0.3, 0.05, 'sessions')
+
+    def comp(key, verdict, floor, floor_variable):
+        return gate.Comparison(key=key, unit='us', direction='lower', base=[], new=[],
+                               verdict=verdict, cost=unknown, floor=floor,
+                               floor_variable=floor_variable)
+    bw = comp(KEY[:4] + ('bw_1048576B',), gate.verdict(unknown, moved), moved,
+              'floor_bw_1048576B')
+    same_launches = comp(KEY, gate.CANNOT_TELL, unknown, 'floor_latency_8B')
+    other_stack = comp(('sys', 'part', 'gnu-openmpi4') + KEY[3:], gate.CANNOT_TELL, unknown,
+                       'floor_latency_8B')
+    gate.machine_notes([bw, same_launches, other_stack])
+    assert bw.verdict == gate.MACHINE_CHANGED and bw.note == ''
+    assert same_launches.note == ('the machine changed in these launches: floor_bw_1048576B '
+                                  '+123% [+82%, +172%] worse-positive')
+    assert other_stack.note == ''
+
+
 def test_noise_alone_never_reads_regressed():
     """Launch noise with regimes (the state of the machine differs per launch by 20 %):
     no clean comparison reads regressed, floored or not."""
@@ -211,7 +231,9 @@ def test_verdict_rule_table():
     assert gate.verdict(W, FW) == gate.BOTH and gate.verdict(W, FB) == gate.MPI_REGRESSED
     assert gate.verdict(W, out(gate.WORSE, 0.5)) == gate.MACHINE_CHANGED   # 0.25 within 0.5
     assert gate.verdict(S, FW) == gate.MACHINE_CHANGED == gate.verdict(S, FB)
-    assert gate.verdict(U, FW) == gate.CANNOT_TELL
+    assert gate.verdict(U, FW) == gate.MACHINE_CHANGED == gate.verdict(U, FB)   # 0 within 0.1
+    assert gate.verdict(out(gate.UNKNOWN, 0.17), FW) == gate.CANNOT_TELL   # 0.12 beyond 0.1
+    assert gate.verdict(U, U) == gate.CANNOT_TELL
     assert gate.verdict(S, S) == gate.UNCHANGED == gate.verdict(S, U)
     assert gate.verdict(B, S) == gate.IMPROVED
     assert gate.verdict(W, None) == gate.REGRESSED and gate.verdict(U, None) == gate.CANNOT_TELL

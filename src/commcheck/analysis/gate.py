@@ -21,7 +21,11 @@ MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's 
 
 The verdict (:func:`verdict`): ``MPI regressed`` (own cost worse, floor not), ``machine
 changed`` (floor moved, own cost not worse by more than that move: :func:`beyond_the_floor`),
-``both``, ``improved``, ``unchanged``, ``cannot tell``. Variables without a floor are judged on
+``both``, ``improved``, ``unchanged``, ``cannot tell``. A floor that moved beyond doubt makes
+the verdict "machine changed" also where MPI's own cost cannot be told (its interval not
+beyond the floor's move): the node is different today, which is what such a session shows.
+A variable that cannot be told while another floor of the same launches moved says so in its
+note (:func:`machine_notes`). Variables without a floor are judged on
 the raw value by the same rule (``regressed``).
 
 Intervals, on log values (so a change is a ratio), at the family-wise level 1 - alpha/m for m
@@ -235,7 +239,9 @@ def verdict(cost: Outcome, floor: Outcome | None) -> str:
             return MACHINE_CHANGED
         return BOTH if floor.outcome == WORSE else MPI_REGRESSED
     if cost.outcome == UNKNOWN:
-        return CANNOT_TELL
+        # The floor moved for sure; whatever MPI's own cost did within that move is the
+        # machine's by the same bound: "machine changed" (the note gives the cost's interval).
+        return MACHINE_CHANGED if moved and not beyond_the_floor(cost, floor) else CANNOT_TELL
     if moved:
         return MACHINE_CHANGED
     return IMPROVED if cost.outcome == BETTER else UNCHANGED
@@ -382,6 +388,10 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
     if comp.verdict == MACHINE_CHANGED and comp.cost.outcome == WORSE:
         comp.note = (f"MPI's own cost {math.expm1(comp.cost.change):+.0%} too, within what the "
                      f"floor's move ({math.expm1(comp.floor.change):+.0%}) can explain")
+    elif comp.verdict == MACHINE_CHANGED and comp.cost.outcome == UNKNOWN:
+        comp.note = (f"MPI's own cost {_interval(comp.cost)} cannot be told apart, and is "
+                     f"within what the floor's move ({math.expm1(comp.floor.change):+.0%}) "
+                     f"can explain")
     if comp.verdict == CANNOT_TELL:
         need = comp.cost.needed
         unit = comp.cost.level
@@ -389,6 +399,25 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
                 need <= settings.max_needed else f'more than {settings.max_needed} '
                 f'{unit} a side would be needed' if need else 'on the threshold')
         comp.note = '; '.join(x for x in (said, comp.note) if x)
+
+
+def _interval(out: Outcome) -> str:
+    return (f'{math.expm1(out.change):+.0%} [{math.expm1(out.low):+.0%}, '
+            f'{math.expm1(out.high):+.0%}]')
+
+
+def machine_notes(comparisons: list[Comparison]) -> None:
+    """Notes on each variable that cannot be told whether another floor of the same launches
+    (same system, partition, environment and test) moved: the machine changed there."""
+    moved: dict[tuple, list[str]] = {}
+    for c in comparisons:
+        if c.floor is not None and c.floor.outcome in (WORSE, BETTER):
+            moved.setdefault(c.key[:4], []).append(f'{c.floor_variable} '
+                                                   f'{_interval(c.floor)} worse-positive')
+    for c in comparisons:
+        if c.verdict == CANNOT_TELL and moved.get(c.key[:4]):
+            said = 'the machine changed in these launches: ' + '; '.join(moved[c.key[:4]])
+            c.note = '; '.join(x for x in (c.note, said) if x)
 
 
 def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
@@ -415,6 +444,7 @@ def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
     # bootstrap's medians run in numpy without the GIL, so threads use every core.
     with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1))) as pool:
         list(pool.map(lambda job: _judge_one(*job, base, new, len(todo), settings), todo))
+    machine_notes(out)
     return out
 
 
