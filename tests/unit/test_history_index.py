@@ -75,7 +75,7 @@ def test_selective_reads_decode_only_what_is_asked(tmp_path, report, monkeypatch
     decoded = []
     real = store.decode_record
     monkeypatch.setattr(store, 'decode_record',
-                        lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
+                        lambda blob, where, *a: decoded.append(where) or real(blob, where, *a))
     last = store.read_selected(db, last=3)
     assert [s.uuid for s in last] == [s.uuid for s in every[-3:]] and len(decoded) == 3
     decoded.clear()
@@ -353,7 +353,7 @@ def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
     real = store.decode_record
     sample_index.open_index(db).close()
     monkeypatch.setattr(store, 'decode_record',
-                        lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
+                        lambda blob, where, *a: decoded.append(where) or real(blob, where, *a))
     page = entry.report_of_stored(db, [], tmp_path / 'out', tmp_path, lambda m: None)
     assert decoded == [f'{db} session {sessions[-1].uuid}']      # only the reported one
     data = json.loads((page.parent / 'data.json').read_text())['sections']['history']
@@ -405,7 +405,7 @@ def test_baseline_and_compare_decode_only_what_they_judge(tmp_path, report, monk
     decoded = []
     real = store.decode_record
     monkeypatch.setattr(store, 'decode_record',
-                        lambda blob, where, warn: decoded.append(where) or real(blob, where, warn))
+                        lambda blob, where, *a: decoded.append(where) or real(blob, where, *a))
     refs = tmp_path / 'refs'
     assert cli.main(['baseline', '--db', str(db), '--last', '3', '--refs', str(refs)]) == 0
     assert decoded == [f'{db} session {s.uuid}' for s in sessions[-3:]]
@@ -450,20 +450,34 @@ def test_a_selection_read_through_the_index_is_the_decoded_selection(tmp_path, r
         assert a.samples == b.samples and a.when == b.when and a.time_start == b.time_start
 
 
-def test_baseline_through_an_index_writes_what_decoding_writes(tmp_path, report):
+def test_baseline_decoded_in_worker_processes_is_the_serial_one(tmp_path, report,
+                                                                monkeypatch):
+    """From PARALLEL_FROM sessions on, baseline decodes in forked workers (keeping only the
+    samples it judges): what it writes is what decoding here writes; an index is left as is."""
+    import os
     db, _ = make(tmp_path, report, 8, repeat=5, changes=[])
+    sample_index.open_index(db, only=[]).close()               # an index exists, empty
+    decoded_in, real = tmp_path / 'pids', store.decode_record
+
+    def decode(*args):
+        with decoded_in.open('a') as f:
+            f.write(f'{os.getpid()}\n')
+        return real(*args)
+    monkeypatch.setattr(store, 'decode_record', decode)
     written = {}
-    for way in ('decoded', 'indexed'):
-        if way == 'indexed':
-            sample_index.open_index(db, only=[]).close()       # an index exists, empty
-        refs = tmp_path / way
+    for parallel_from in (10 ** 9, 2):
+        monkeypatch.setattr(store, 'PARALLEL_FROM', parallel_from)
+        decoded_in.write_text('')
+        refs = tmp_path / str(parallel_from)
         assert cli.main(['baseline', '--db', str(db), '--last', '4', '--refs', str(refs)]) == 0
+        pids = decoded_in.read_text().split()
+        assert len(pids) == 4 and (set(pids) == {str(os.getpid())}) == (parallel_from > 4)
         record = json.loads((refs / 'local.baseline.json').read_text())
         record.pop('created')
-        written[way] = record, (refs / 'local.yaml').read_text()
-    assert written['decoded'] == written['indexed']
+        written[parallel_from] = record, (refs / 'local.yaml').read_text()
+    assert written[10 ** 9] == written[2] and written[2][0]['variables']
     index = sample_index.open_index(db, only=[])
     try:
-        assert len(index.sessions()) == 4                     # the baseline's, no others
+        assert len(index.sessions()) == 0                     # baseline never extends it
     finally:
         index.close()

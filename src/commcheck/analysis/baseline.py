@@ -31,7 +31,7 @@ from commcheck import experiments
 from commcheck.analysis import robust
 from commcheck.errors import UserError
 from commcheck.results import references
-from commcheck.results.store import Sample, Session, group, interned
+from commcheck.results.store import Sample, SampleKey, Session, group, interned
 
 PARAM = re.compile(r'%([\w.]+)=(\S+)')
 
@@ -75,8 +75,8 @@ class Variable(BaseModel):
     times: list[float] = []
 
     @property
-    def key(self) -> tuple:
-        return (self.system, self.partition, self.environ, self.test, self.variable)
+    def key(self) -> SampleKey:
+        return SampleKey(self.system, self.partition, self.environ, self.test, self.variable)
 
 
 class BaselineFile(BaseModel):
@@ -160,7 +160,8 @@ def compute(sessions: list[Session], system: str, policy: Policy,
             continue
         med, mad, tol = tolerance(values, direction, policy)
         chosen.append(Variable(
-            system=key[0], partition=key[1], environ=key[2], test=key[3], variable=key[4],
+            system=key.system, partition=key.partition, environ=key.environ, test=key.test,
+            variable=key.variable,
             unit=first.unit, direction=direction, median=med, mad=mad, tolerance=tol,
             samples=values, provenance=[s.prov for s in group_samples],
             sessions=[s.session for s in group_samples],

@@ -57,7 +57,7 @@ import numpy as np
 
 from commcheck import experiments
 from commcheck.analysis import robust
-from commcheck.results.store import Sample, key_label
+from commcheck.results.store import Sample, SampleKey, key_label
 
 FORMAT_VERSION = 2      #: of the JSON ``commcheck compare`` writes
 
@@ -249,7 +249,7 @@ def verdict(cost: Outcome, floor: Outcome | None) -> str:
 
 @dataclasses.dataclass
 class Comparison:
-    key: tuple
+    key: SampleKey
     unit: str
     direction: str | None
     base: list[float]
@@ -262,13 +262,16 @@ class Comparison:
     note: str = ''
     provenance_changes: dict = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self):
+        self.key = SampleKey._make(self.key)     # a plain 5-tuple (from JSON, say) is typed
+
     @property
     def check(self) -> str:
-        return experiments.check_of(self.key[3])
+        return self.key.check
 
     @property
     def variable(self) -> str:
-        return self.key[4]
+        return self.key.variable
 
     @property
     def change(self) -> float | None:
@@ -369,7 +372,7 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
     """Judges one key variable: MPI's own cost and the floor where both sides have floors of
     the same launches, else the raw value."""
     comp.floor_variable = experiments.floor_of(comp.check, comp.variable)
-    fkey = comp.key[:4] + (comp.floor_variable,)
+    fkey = comp.key.of(comp.floor_variable) if comp.floor_variable else None
     pairs_then = pair(then, base.get(fkey, [])) if comp.floor_variable else []
     pairs_now = pair(now, new.get(fkey, [])) if comp.floor_variable else []
     if min(len(pairs_then), len(pairs_now)) >= settings.min_samples:
@@ -412,11 +415,11 @@ def machine_notes(comparisons: list[Comparison]) -> None:
     moved: dict[tuple, list[str]] = {}
     for c in comparisons:
         if c.floor is not None and c.floor.outcome in (WORSE, BETTER):
-            moved.setdefault(c.key[:4], []).append(f'{c.floor_variable} '
-                                                   f'{_interval(c.floor)} worse-positive')
+            moved.setdefault(c.key.launches, []).append(f'{c.floor_variable} '
+                                                        f'{_interval(c.floor)} worse-positive')
     for c in comparisons:
-        if c.verdict == CANNOT_TELL and moved.get(c.key[:4]):
-            said = 'the machine changed in these launches: ' + '; '.join(moved[c.key[:4]])
+        if c.verdict == CANNOT_TELL and moved.get(c.key.launches):
+            said = 'the machine changed in these launches: ' + '; '.join(moved[c.key.launches])
             c.note = '; '.join(x for x in (c.note, said) if x)
 
 
@@ -425,12 +428,12 @@ def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
     """One :class:`Comparison` per variable of ``new`` (floor variables are judged with the
     variable they are the floor of, not on their own); keys absent from ``base`` say so."""
     out, todo = [], []
-    for key in sorted(new):
-        if experiments.floor_variable(key[4]):
+    for key in map(SampleKey._make, sorted(new)):
+        if experiments.floor_variable(key.variable):
             continue
         now, then = new[key], base.get(key, [])
         comp = Comparison(key=key, unit=now[0].unit,
-                          direction=experiments.direction(now[0].check, key[4], now[0].unit),
+                          direction=experiments.direction(key.check, key.variable, now[0].unit),
                           base=[s.value for s in then], new=[s.value for s in now])
         out.append(comp)
         if _unjudgeable(comp, then, now, settings):

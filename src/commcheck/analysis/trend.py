@@ -21,7 +21,7 @@ import numpy as np
 from commcheck import experiments
 from commcheck.analysis import robust
 from commcheck.analysis.gate import Settings, provenance_changes
-from commcheck.results.store import Sample, Session
+from commcheck.results.store import Sample, SampleKey, Session
 
 TREND_MIN_EFFECT = 0.20     #: smallest shift of the median a change point must show
 
@@ -45,7 +45,7 @@ class Point:
 
 @dataclasses.dataclass
 class ChangePoint:
-    key: tuple
+    key: SampleKey
     at: int                     # index of the first session after the shift
     session: str
     when: str
@@ -117,10 +117,11 @@ def _candidates(values: list[float]) -> list[int]:
     return [b for b in pelt_l2(signal / scale, 3 * math.log(len(values))) if b < len(values)]
 
 
-def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
+def detect(points: list[Point], key: SampleKey | tuple, settings: Settings = Settings(),
            min_points: int = 4) -> list[ChangePoint]:
     if len(points) < min_points:
         return []
+    key = SampleKey._make(key)
     from scipy import stats  # here: a second to import; compare reads trends rarely
     found, start = [], 0
     # The gate derives its threshold per comparison; change points keep a fixed one.
@@ -137,7 +138,7 @@ def detect(points: list[Point], key: tuple, settings: Settings = Settings(),
         p = float(stats.mannwhitneyu([s.value for s in after], [s.value for s in before],
                                      alternative='two-sided').pvalue)
         if p < settings.alpha:
-            direction = experiments.direction(experiments.check_of(key[3]), key[4], before[0].unit)
+            direction = experiments.direction(key.check, key.variable, before[0].unit)
             worse = None if direction is None else (
                 ratio > 1 if direction == experiments.LOWER_IS_BETTER else ratio < 1)
             found.append(ChangePoint(

@@ -192,7 +192,7 @@ def judge(base: dict, new: dict) -> dict[str, dict]:
     """Per rule: {'fail': the session fails it, 'verdicts': the new rule's per variable}."""
     comps = gate.compare(base, new)
     out = {'new': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps),
-                   'verdicts': {f'{c.key[2]} {c.variable}': c.verdict for c in comps},
+                   'verdicts': {f'{c.key.environ} {c.variable}': c.verdict for c in comps},
                    'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps)},
            'old': {'fail': bool(old_rule(base, new))}}
     for x in PEERS:

@@ -13,7 +13,7 @@ from commcheck import console as textconsole
 from commcheck import paths
 from commcheck.analysis import baseline, gate, trend
 from commcheck.cli import options
-from commcheck.cli.selection import describe, keep, no_match, reports_dir_usable
+from commcheck.cli.selection import describe, keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
 from commcheck.results import sample_index, store
 from commcheck.results.store import HistoryError
@@ -85,7 +85,7 @@ def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
 def _baseline_samples(args, judged, db: store.ResultsDB) -> tuple[dict, str]:
     if args.baseline_session:
         chosen = db.load([db.resolve(u) for u in args.baseline_session], store.warn_stderr,
-                         cases=False)
+                         cases=False, wanted=wanted(args.all))
         samples = [s for sess in chosen for s in sess.samples if keep(s, args.all)]
         return store.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
     systems = sorted({s.system for s in judged})
@@ -171,8 +171,8 @@ def table_text(comparisons, title: str) -> str:
     Plain text, not a rich Table: a suite's several hundred variables render in a tenth of a
     second rather than three, and no row folds over lines."""
     order = {v: i for i, v in enumerate(gate.VERDICTS)}
-    rows = [(c.key[2], _row(c)) for c in
-            sorted(comparisons, key=lambda c: (c.key[2], order[c.verdict], c.key))]
+    rows = [(c.key.environ, _row(c)) for c in
+            sorted(comparisons, key=lambda c: (c.key.environ, order[c.verdict], c.key))]
     widths = [max([len(col)] + [len(r[i]) for _, r in rows]) for i, col in enumerate(COLUMNS)]
 
     def line(cells) -> str:
@@ -197,7 +197,7 @@ def _what_changed(comparisons) -> None:
     for c in comparisons:
         if c.provenance_changes and c.verdict not in (gate.NO_BASELINE,):
             changes = tuple(f'{k} {a} -> {b}' for k, (a, b) in c.provenance_changes.items())
-            seen.setdefault((c.key[2], changes), []).append(f'{c.variable} {c.verdict}')
+            seen.setdefault((c.key.environ, changes), []).append(f'{c.variable} {c.verdict}')
     for (environ, changes), what in seen.items():
         console.print(f'what else changed, {environ}: {"; ".join(changes)} '
                       f'({", ".join(what)})', soft_wrap=True)
@@ -220,7 +220,7 @@ def _explain(comparisons, settings: gate.Settings) -> None:
         console.print(f'[bold yellow]MACHINE CHANGED[/bold yellow]: the hardware floor moved '
                       f'for {len(machine)} variable(s) while MPI\'s own cost did not get worse '
                       f'by more than that move '
-                      f'(' + ', '.join(f'{c.key[2]} {c.variable}' for c in machine[:6])
+                      f'(' + ', '.join(f'{c.key.environ} {c.variable}' for c in machine[:6])
                       + '): the node is different today, not the software.')
     effect = (f'{settings.min_effect:.0%} (given)' if settings.min_effect is not None else
               'derived per variable (threshold column)')
@@ -236,7 +236,7 @@ def _compare(args) -> int:
         raise HistoryError('--environ OLD and --against NEW go together')
     db = store.ResultsDB(args.db or paths.RESULTS_DB)
     chosen = db.choose(uuids=args.session or (), last=None if args.session else 1)
-    judged_sessions = db.load(chosen, store.warn_stderr, cases=False)
+    judged_sessions = db.load(chosen, store.warn_stderr, cases=False, wanted=wanted(args.all))
     if not judged_sessions:
         raise HistoryError(f'{db.path}: no readable stored session to judge')
     judged = [s for sess in judged_sessions for s in sess.samples if keep(s, args.all)]

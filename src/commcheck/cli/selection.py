@@ -11,6 +11,7 @@ from pathlib import Path
 from commcheck import experiments, paths
 from commcheck.cli import options
 from commcheck.errors import UserError
+from commcheck.results.store import SampleKey
 
 
 def reports_dir_usable(what: str) -> None:
@@ -44,11 +45,10 @@ def no_match(db: Path, err: Exception, what: str) -> UserError:
 
 
 def selected(args, warn):
-    """The stored sessions the selection options name, their samples read through the sample
-    index where ``history`` or the report made one (only these sessions are added to it if
-    missing), else decoded from the database (a command creates no index as a side effect);
-    "no session matches" when none."""
-    from commcheck.results import sample_index, store
+    """The stored sessions the selection options name, decoded from the database (only they,
+    in a process per core, keeping only the samples the gate judges; faster than the sample
+    index, which holds every variable), or "no session matches" when none."""
+    from commcheck.results import store
     db = store.ResultsDB(args.db or paths.RESULTS_DB)
     try:      # only the selected sessions' records are decoded
         chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
@@ -58,17 +58,7 @@ def selected(args, warn):
     if not chosen:
         raise UserError(f'no session matches {describe(args)} in {db.path} '
                         f'({len(db.stored())} stored)')
-    if not sample_index.index_path(db.path).exists():
-        return db.load(chosen, warn, cases=False)
-    try:
-        index = sample_index.open_index(db, warn, only=[s.uuid for s in chosen])
-    except store.HistoryError as err:
-        warn(f'{err}; the sessions are decoded from the database instead')
-        return db.load(chosen, warn, cases=False)
-    try:
-        return index.load(chosen)
-    finally:
-        index.close()
+    return db.load(chosen, warn, cases=False, wanted=wanted(args.all))
 
 
 def ref_dir(args) -> Path:
@@ -85,8 +75,21 @@ def keep(sample, everything: bool) -> bool:
     return not sample.oversubscribed and keep_key(sample.key, sample.unit, everything)
 
 
-def keep_key(key: tuple, unit: str, everything: bool) -> bool:
-    check, variable = experiments.check_of(key[3]), key[4]
+def wanted(everything: bool):
+    """:func:`keep_key` as a reader's filter (test, variable, unit), each asked once: the
+    samples it refuses are never made."""
+    seen: dict[tuple[str, str, str], bool] = {}
+
+    def want(test: str, variable: str, unit: str) -> bool:
+        key = (test, variable, unit)
+        if key not in seen:
+            seen[key] = keep_key(SampleKey('', '', '', test, variable), unit, everything)
+        return seen[key]
+    return want
+
+
+def keep_key(key: SampleKey, unit: str, everything: bool) -> bool:
+    check, variable = key.check, key.variable
     if everything:
         return experiments.direction(check, variable, unit) is not None
     return variable in experiments.gated_variables(check)

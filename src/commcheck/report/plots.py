@@ -10,15 +10,14 @@ same colour in every figure), line styles per language.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from commcheck.forks import fork_map
 
 PALETTE = ('#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2',
            '#17becf', '#bcbd22', '#7f7f7f')
@@ -111,18 +110,9 @@ class Plotter:
         if not self._jobs:
             return set()
         self.dir.mkdir(parents=True, exist_ok=True)
-        workers = min(len(self._jobs), os.cpu_count() or 1)
-        results = None
-        if workers > 1 and 'fork' in multiprocessing.get_all_start_methods():
-            _warm_up()
-            try:
-                with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(
-                        'fork')) as pool:
-                    results = list(pool.map(_render, self._jobs))
-            except (OSError, RuntimeError) as err:
-                warn(f'figures drawn one by one ({type(err).__name__}: {err})')
-        if results is None:
-            results = [_render(job) for job in self._jobs]
+        _warm_up()
+        results = fork_map(_render, self._jobs, on_fallback=lambda err: warn(
+            f'figures drawn one by one ({type(err).__name__}: {err})'))
         failed = set()
         for path, problem in results:
             if problem:

@@ -32,6 +32,7 @@ from commcheck.results.store import (
     HistoryError,
     ResultsDB,
     Sample,
+    SampleKey,
     Session,
     Stored,
     Warn,
@@ -229,7 +230,7 @@ class SampleIndex:
         wanted = None if chosen is None else {s.uuid for s in chosen}
         return [Indexed(u, t, w or '') for u, t, w in rows if wanted is None or u in wanted]
 
-    def keys(self, chosen: Iterable[Indexed] | None = None) -> list[tuple[tuple, str]]:
+    def keys(self, chosen: Iterable[Indexed] | None = None) -> list[tuple[SampleKey, str]]:
         """(key, unit) of every variable measured (in the chosen sessions), sorted by key."""
         sql = 'SELECT system, partition, environ, test, variable, unit FROM keys'
         params: list = []
@@ -238,7 +239,7 @@ class SampleIndex:
             sql += (' WHERE id IN (SELECT DISTINCT x.key FROM samples x JOIN sessions s ON '
                     f'x.session = s.id WHERE s.uuid IN ({",".join("?" * len(uuids))}))')
             params = uuids
-        return sorted((tuple(r[:5]), r[5]) for r in self._query(sql, params))
+        return sorted((SampleKey(*r[:5]), r[5]) for r in self._query(sql, params))
 
     def samples(self, key: tuple, chosen: Iterable[Indexed] | None = None) -> list[Sample]:
         """The samples of one variable (in the chosen sessions), by session start and launch."""
@@ -275,8 +276,10 @@ class SampleIndex:
 
     def _sample(self, key, uuid, time, value, unit, result, oversubscribed, pid) -> Sample:
         """A sample from one row of the index (its key: system .. variable)."""
-        return Sample(session=uuid, time=time, system=key[0], partition=key[1], environ=key[2],
-                      test=key[3], variable=key[4], value=value, unit=unit, result=result,
+        system, partition, environ, test, variable = key
+        return Sample(session=uuid, time=time, system=system, partition=partition,
+                      environ=environ, test=test, variable=variable, value=value, unit=unit,
+                      result=result,
                       oversubscribed=bool(oversubscribed), provenance=self._provenance(pid))
 
     def _provenance(self, pid: int) -> tuple:

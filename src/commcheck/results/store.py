@@ -23,11 +23,18 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from commcheck import experiments
 from commcheck.errors import UserError
+from commcheck.forks import fork_map
 
 Warn = Callable[[str], None]
+#: Sessions from which :meth:`ResultsDB.load` decodes in several processes (one record of a
+#: year of the suite with ``--repeat 8``: 8.8 MB, a quarter of a second to decode).
+PARALLEL_FROM = 4
+#: (test, variable, unit) -> whether a reader wants that sample; the others are not made
+Wanted = Callable[[str, str, str], bool]
 REPEAT = re.compile(r'\s*%\.repeat_no=\d+')
 _SHARED: dict[tuple, tuple] = {}    # provenance tuples seen: thousands of samples share each
 
@@ -38,6 +45,29 @@ class HistoryError(UserError):
 
 def warn_stderr(message: str) -> None:
     print(f'WARNING: {message}', file=sys.stderr)
+
+
+class SampleKey(NamedTuple):
+    """What a series of samples measures: one variable of one test on one stack. A tuple, so
+    equal to (and found in a dict by) the plain 5-tuples stored in JSON and in the index."""
+    system: str
+    partition: str
+    environ: str
+    test: str                   # display name without the repeat number
+    variable: str
+
+    @property
+    def check(self) -> str:
+        return experiments.check_of(self.test)
+
+    @property
+    def launches(self) -> tuple[str, str, str, str]:
+        """What the variables measured by the same launches share: all but the variable."""
+        return self[:4]
+
+    def of(self, variable: str) -> SampleKey:
+        """The key of another variable of the same launches (a floor, say)."""
+        return self._replace(variable=variable)
 
 
 @dataclasses.dataclass(slots=True, unsafe_hash=True)   # never changed once made; not frozen:
@@ -60,8 +90,8 @@ class Sample:                                           # frozen construction is
         return experiments.check_of(self.test)
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        return (self.system, self.partition, self.environ, self.test, self.variable)
+    def key(self) -> SampleKey:
+        return SampleKey(self.system, self.partition, self.environ, self.test, self.variable)
 
     @property
     def prov(self) -> dict[str, str]:
@@ -116,7 +146,8 @@ def interned(provenance: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return _SHARED.setdefault(items, items)
 
 
-def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]:
+def _case_samples(case: dict, uuid: str, where: str, warn: Warn,
+                  wanted: Wanted | None = None) -> list[Sample]:
     perf = case.get('perfvalues') or {}
     if not isinstance(perf, dict):
         warn(f'{where}: perfvalues of {case.get("display_name")!r} is not a mapping; skipped')
@@ -138,14 +169,17 @@ def _case_samples(case: dict, uuid: str, where: str, warn: Warn) -> list[Sample]
             warn(f'{where}: {case.get("display_name")} {name}: not a finite performance value '
                  f'({entry!r}); skipped')
             continue
-        out.append(Sample(variable=name.split(':')[-1], value=float(entry[0]),
-                          unit=str(entry[4] or ''), **common))
+        variable, unit = name.split(':')[-1], str(entry[4] or '')
+        if wanted is None or wanted(common['test'], variable, unit):
+            out.append(Sample(variable=variable, value=float(entry[0]), unit=unit, **common))
     return out
 
 
-def session_from_report(report, where: str, warn: Warn = warn_stderr) -> Session:
+def session_from_report(report, where: str, warn: Warn = warn_stderr,
+                        wanted: Wanted | None = None) -> Session:
     """A :class:`Session` from a decoded ReFrame run report; raises HistoryError if it is not
-    one, skips (with a warning) test cases that are malformed."""
+    one, skips (with a warning) test cases that are malformed. Every performance value is
+    validated; only those ``wanted`` (all, by default) become samples."""
     if not isinstance(report, dict):
         raise HistoryError(f'{where}: not a ReFrame run report (a {type(report).__name__})')
     info, runs = report.get('session_info'), report.get('runs')
@@ -166,7 +200,7 @@ def session_from_report(report, where: str, warn: Warn = warn_stderr) -> Session
             last[(case.get('unique_name') or case['display_name'], case.get('system'),
                   case.get('partition'), case.get('environ'))] = case
     samples = [s for case in last.values() if not case.get('fixture')
-               for s in _case_samples(case, uuid, where, warn)]
+               for s in _case_samples(case, uuid, where, warn, wanted)]
     return Session(uuid=uuid, time_start=float(start) if _finite(start) else 0.0, info=info,
                    cases=list(last.values()), samples=samples)
 
@@ -274,22 +308,36 @@ class ResultsDB:
                 yield uuid, rows[0][0]
 
     def load(self, chosen: Iterable[Stored], warn: Warn = warn_stderr,
-             cases: bool = True) -> list[Session]:
+             cases: bool = True, wanted: Wanted | None = None) -> list[Session]:
         """The chosen sessions decoded, in the order given; an unreadable one is skipped with
-        a warning. ``cases=False`` keeps only the samples (the raw test cases are dropped)."""
-        sessions = []
-        for uuid, blob in self.records([s.uuid for s in chosen]):
-            session = decode_record(blob, f'{self.path} session {uuid}', warn)
-            if session is not None:
-                if not cases:
+        a warning. ``cases=False`` keeps only the samples (the raw test cases are dropped);
+        ``wanted`` keeps only the samples it wants (a year of the suite makes 18,000 a
+        session, of which a gate judges some 3,500). Samples only, from
+        :data:`PARALLEL_FROM` sessions on, are decoded in a process per core."""
+        uuids = [s.uuid for s in chosen]
+
+        def one(uuid: str) -> tuple[Session | None, list[str]]:
+            said: list[str] = []
+            for _, blob in self.records([uuid]):
+                session = decode_record(blob, f'{self.path} session {uuid}', said.append,
+                                        wanted)
+                if session is not None and not cases:
                     session.cases = []
+                return session, said
+            return None, said
+        parallel = not cases and len(uuids) >= PARALLEL_FROM
+        sessions = []
+        for session, said in fork_map(one, uuids) if parallel else map(one, uuids):
+            for message in said:
+                warn(message)
+            if session is not None:
                 sessions.append(session)
         return sessions
 
 
-def decode_record(blob, where: str, warn: Warn) -> Session | None:
+def decode_record(blob, where: str, warn: Warn, wanted: Wanted | None = None) -> Session | None:
     try:
-        return session_from_report(json.loads(blob), where, warn)
+        return session_from_report(json.loads(blob), where, warn, wanted)
     except (TypeError, ValueError, HistoryError) as err:
         warn(f'{where}: unreadable ({err}); skipped')
         return None

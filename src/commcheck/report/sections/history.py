@@ -4,14 +4,11 @@ with the change points :mod:`commcheck.analysis.trend` finds."""
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
-import os
 import statistics
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 
 from commcheck import experiments
 from commcheck.analysis import trend
+from commcheck.forks import cores, fork_map
 from commcheck.report.context import Context, Section
 from commcheck.report.model import finite
 from commcheck.report.plots import Painter
@@ -29,7 +26,7 @@ def _sessions(ctx: Context) -> list:
 
 
 def _baseline(ctx: Context, key: tuple) -> dict | None:
-    record = ctx.baselines.get(key[0])
+    record = ctx.baselines.get(key.system)
     if record is None:
         return None
     for v in record.variables:
@@ -65,40 +62,29 @@ def _series(ctx: Context, sessions: list, keys: set):
 #: Key variables from which the change points are searched in several processes (a year of
 #: nightly sessions of the suite: some hundreds of variables, ~20 ms each).
 PARALLEL_FROM = 64
-#: What a forked worker reads: set by :func:`_trends` just before it forks.
-_FORKED: tuple = ()
-
-
-def _trend_chunk(keys: list[tuple]):
-    """(series, change points) of some keys, in a forked worker, through its own connection."""
-    ctx, sessions = _FORKED
-    mine = ctx.history.reopened()
-    try:
-        return trend.stream(_series(dataclasses.replace(ctx, history=mine), sessions, set(keys)))
-    finally:
-        if mine is not ctx.history:
-            mine.close()
 
 
 def _trends(ctx: Context, sessions: list, keys: set):
     """(series, change points) of the keys, as :func:`trend.stream` gives them; from
-    :data:`PARALLEL_FROM` keys on, in a process per core over contiguous runs of the sorted
-    keys (the same results in the same order: each variable is searched on its own)."""
-    global _FORKED
-    workers = min(os.cpu_count() or 1, 4)
+    :data:`PARALLEL_FROM` keys on, in a process per core (at most 4) over contiguous runs of
+    the sorted keys, each through its own connection to the index (the same results in the
+    same order: each variable is searched on its own)."""
+    workers = cores(4)
     if workers < 2 or len(keys) < PARALLEL_FROM:
         return trend.stream(_series(ctx, sessions, keys))
     ordered = sorted(keys)
     step = -(-len(ordered) // (4 * workers))
-    _FORKED = (ctx, sessions)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('fork')) as pool:
-            parts = list(pool.map(_trend_chunk, [ordered[i:i + step]
-                                                 for i in range(0, len(ordered), step)]))
-    except (OSError, RuntimeError, BrokenProcessPool):
-        return trend.stream(_series(ctx, sessions, keys))
-    finally:
-        _FORKED = ()
+
+    def chunk(part: list[tuple]):
+        mine = ctx.history.reopened()
+        try:
+            return trend.stream(_series(dataclasses.replace(ctx, history=mine), sessions,
+                                        set(part)))
+        finally:
+            if mine is not ctx.history:
+                mine.close()
+    parts = fork_map(chunk, [ordered[i:i + step] for i in range(0, len(ordered), step)],
+                     workers)
     series: dict = {}
     for chunk_series, _ in parts:
         series.update(chunk_series)
@@ -119,8 +105,8 @@ def _rows(ctx: Context, sessions: list) -> list[dict]:
         values = [finite(p.value) for p in pts]
         latest = values[-1]
         rows.append({
-            'key': list(key), 'label': key_label(key), 'environ': key[2], 'test': key[3],
-            'check': experiments.check_of(key[3]), 'variable': key[4],
+            'key': list(key), 'label': key_label(key), 'environ': key.environ, 'test': key.test,
+            'check': key.check, 'variable': key.variable,
             'unit': pts[-1].samples[0].unit,
             'points': [{'session': p.session[:8], 'when': p.when, 'index': index[p.session],
                         'value': v} for p, v in zip(pts, values)],
