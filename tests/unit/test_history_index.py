@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -32,6 +33,20 @@ def report() -> dict:
 def make(tmp_path: Path, report: dict, n: int, **options) -> tuple[Path, history_gen.Generator]:
     db = tmp_path / 'results.db'
     return db, history_gen.generate(report, n, db, **options)
+
+
+def pids_of_calls(monkeypatch, path: Path, module, name: str) -> Path:
+    """Wraps ``module.name`` so that each call appends its process id to ``path``: where the
+    work ran (this process, or forked workers)."""
+    real = getattr(module, name)
+
+    def wrapper(*args):
+        with path.open('a') as f:
+            f.write(f'{os.getpid()}\n')
+        return real(*args)
+    monkeypatch.setattr(module, name, wrapper)
+    path.write_text('')
+    return path
 
 
 def by_key(sessions: list[store.Session]) -> dict[tuple, list[store.Sample]]:
@@ -369,25 +384,15 @@ def test_report_history_section_in_worker_processes_is_the_serial_one(tmp_path, 
                                                                      monkeypatch):
     """From PARALLEL_FROM keys on, the change points are searched in forked workers, each
     through its own read-only connection: the section is the same, variable for variable."""
-    import os
-
     from commcheck.report import entry
-    from commcheck.report.sections import history
     change = history_gen.Change(at=8, environ='gnu-mpich4', field='mpi_version',
                                 before='4.0.2', after='4.1', factor=1.4)
     db, _ = make(tmp_path, report, 12, changes=[change])
     monkeypatch.setenv('RFM_REFERENCE_PREFIX', str(tmp_path / 'refs'))
-    searched_in = tmp_path / 'pids'
-    real = trend.stream
-
-    def stream(groups, *args):
-        with searched_in.open('a') as f:
-            f.write(f'{os.getpid()}\n')
-        return real(groups, *args)
-    monkeypatch.setattr(trend, 'stream', stream)
+    searched_in = pids_of_calls(monkeypatch, tmp_path / 'pids', trend, 'stream')
     sections = []
     for parallel_from in (10 ** 9, 1):
-        monkeypatch.setattr(history, 'PARALLEL_FROM', parallel_from)
+        monkeypatch.setattr(trend, 'PARALLEL_FROM', parallel_from)
         searched_in.write_text('')
         page = entry.report_of_stored(db, [], tmp_path / f'out{parallel_from}', tmp_path,
                                       lambda m: None)
@@ -397,6 +402,28 @@ def test_report_history_section_in_worker_processes_is_the_serial_one(tmp_path, 
         assert (pids == {str(os.getpid())}) == (parallel_from > 1), pids
     serial, parallel = sections
     assert serial == parallel and any(r['change_points'] for r in serial['rows'])
+
+
+def test_history_in_worker_processes_is_the_serial_one(tmp_path, report, monkeypatch):
+    """`commcheck history` searches in forked workers from PARALLEL_FROM variables on: the
+    change points and series it writes are the serial ones, and the planted one is found."""
+    change = history_gen.Change(at=8, environ='gnu-mpich4', field='mpi_version',
+                                before='4.0.2', after='4.1', factor=1.4)
+    db, _ = make(tmp_path, report, 12, changes=[change])
+    searched_in = pids_of_calls(monkeypatch, tmp_path / 'pids', trend, 'stream')
+    written = []
+    for parallel_from in (10 ** 9, 1):
+        monkeypatch.setattr(trend, 'PARALLEL_FROM', parallel_from)
+        searched_in.write_text('')
+        out = tmp_path / f'history{parallel_from}.json'
+        assert cli.main(['history', '--db', str(db), '--json', str(out)]) == 0
+        written.append(json.loads(out.read_text()))
+        pids = set(searched_in.read_text().split())
+        assert (pids == {str(os.getpid())}) == (parallel_from > 1), pids
+    serial, parallel = written
+    assert serial == parallel
+    assert serial['change_points'] and all(cp['provenance_changes'] == {
+        'mpi_version': ['4.0.2', '4.1']} for cp in serial['change_points'])
 
 
 def test_baseline_and_compare_decode_only_what_they_judge(tmp_path, report, monkeypatch):
@@ -454,16 +481,9 @@ def test_baseline_decoded_in_worker_processes_is_the_serial_one(tmp_path, report
                                                                 monkeypatch):
     """From PARALLEL_FROM sessions on, baseline decodes in forked workers (keeping only the
     samples it judges): what it writes is what decoding here writes; an index is left as is."""
-    import os
     db, _ = make(tmp_path, report, 8, repeat=5, changes=[])
     sample_index.open_index(db, only=[]).close()               # an index exists, empty
-    decoded_in, real = tmp_path / 'pids', store.decode_record
-
-    def decode(*args):
-        with decoded_in.open('a') as f:
-            f.write(f'{os.getpid()}\n')
-        return real(*args)
-    monkeypatch.setattr(store, 'decode_record', decode)
+    decoded_in = pids_of_calls(monkeypatch, tmp_path / 'pids', store, 'decode_record')
     written = {}
     for parallel_from in (10 ** 9, 2):
         monkeypatch.setattr(store, 'PARALLEL_FROM', parallel_from)

@@ -36,6 +36,7 @@ as they are now, launching nothing: a change of the rule is measured on the same
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -193,7 +194,8 @@ def judge(base: dict, new: dict) -> dict[str, dict]:
     comps = gate.compare(base, new)
     out = {'new': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps),
                    'verdicts': {f'{c.key.environ} {c.variable}': c.verdict for c in comps},
-                   'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps)},
+                   'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps),
+                   'thresholds': [math.expm1(c.cost.threshold) for c in comps if c.cost]},
            'old': {'fail': bool(old_rule(base, new))}}
     for x in PEERS:
         out[f'peer {x:.0%}'] = {'fail': bool(peer_rule(base, new, x))}
@@ -295,11 +297,21 @@ def sessions_table(sessions: list[dict]) -> Table:
 
 
 def launches_needed(evaluated: dict[int, dict], effect: float = 0.10) -> str:
+    """The fewest launches a side with 95 % power at ``effect``, else why more would not do:
+    the judgements whose threshold (derived from the spread between the baseline's sessions,
+    which more launches a side do not narrow) lies above ``effect``."""
     for n, ev in evaluated.items():
         power = ev['power'][effect]
         if power and sum(r['new']['fail'] for r in power) >= 0.95 * len(power):
             return str(n)
-    return f'more than {max(evaluated)}' if evaluated else 'not measured'
+    if not evaluated:
+        return 'not measured'
+    most = max(evaluated)
+    limits = [t for r in evaluated[most][CLEAN] for t in r['new']['thresholds']]
+    above = sum(t > effect for t in limits)
+    return (f'more than {most}; at {most} launches the threshold of {above} of {len(limits)} '
+            f'judgements of clean sessions lies above {effect:.0%} (the spread between the '
+            f'baseline\'s sessions sets it: more launches a side do not lower it)')
 
 
 def _stacks(args):

@@ -37,13 +37,21 @@ def cmd_history(args) -> int:
         raise no_match(args.db or paths.RESULTS_DB, err, describe(args)) from None
 
 
-def _groups(index: sample_index.SampleIndex, sessions: list, everything: bool, pattern):
-    """(key, points) of each variable the selection keeps, one variable at a time."""
+def _search(index: sample_index.SampleIndex, sessions: list, everything: bool, pattern):
+    """(series, change points) of each variable the selection keeps, one variable at a time
+    (in a process per core on a long history, each through its own connection)."""
     when = {s.uuid: s.when for s in sessions}
-    keys = sorted({key for key, unit in index.keys(sessions) if keep_key(key, unit, everything)
-                   and (pattern is None or pattern.search(' '.join(key[2:])))})
-    for key in keys:
-        yield key, trend.points(index.samples(key, sessions), when)
+    keys = {key for key, unit in index.keys(sessions) if keep_key(key, unit, everything)
+            and (pattern is None or pattern.search(' '.join(key[2:])))}
+
+    def run(part: list[tuple]):
+        mine = index.reopened()
+        try:
+            return trend.stream((key, trend.points(mine.samples(key, sessions), when))
+                                for key in part)
+        finally:
+            mine.close()
+    return trend.search(keys, run)
 
 
 def _history(args) -> int:
@@ -57,7 +65,7 @@ def _history(args) -> int:
         index = sample_index.open_index(db, store.warn_stderr)
         try:
             sessions = index.sessions(chosen)
-            series, points = trend.stream(_groups(index, sessions, args.all, pattern))
+            series, points = _search(index, sessions, args.all, pattern)
         finally:
             index.close()
     table = Table(title=f'commcheck history: {len(sessions)} sessions, {len(series)} variables',

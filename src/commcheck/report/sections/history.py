@@ -8,7 +8,6 @@ import statistics
 
 from commcheck import experiments
 from commcheck.analysis import trend
-from commcheck.forks import cores, fork_map
 from commcheck.report.context import Context, Section
 from commcheck.report.model import finite
 from commcheck.report.plots import Painter
@@ -59,23 +58,10 @@ def _series(ctx: Context, sessions: list, keys: set):
         yield key, sorted(pts, key=lambda p: order.get(p.session, -1))
 
 
-#: Key variables from which the change points are searched in several processes (a year of
-#: nightly sessions of the suite: some hundreds of variables, ~20 ms each).
-PARALLEL_FROM = 64
-
-
 def _trends(ctx: Context, sessions: list, keys: set):
-    """(series, change points) of the keys, as :func:`trend.stream` gives them; from
-    :data:`PARALLEL_FROM` keys on, in a process per core (at most 4) over contiguous runs of
-    the sorted keys, each through its own connection to the index (the same results in the
-    same order: each variable is searched on its own)."""
-    workers = cores(4)
-    if workers < 2 or len(keys) < PARALLEL_FROM:
-        return trend.stream(_series(ctx, sessions, keys))
-    ordered = sorted(keys)
-    step = -(-len(ordered) // (4 * workers))
-
-    def chunk(part: list[tuple]):
+    """(series, change points) of the keys (:func:`trend.search`: a process per core on a
+    long history), each process through its own connection to the index."""
+    def run(part: list[tuple]):
         mine = ctx.history.reopened()
         try:
             return trend.stream(_series(dataclasses.replace(ctx, history=mine), sessions,
@@ -83,12 +69,7 @@ def _trends(ctx: Context, sessions: list, keys: set):
         finally:
             if mine is not ctx.history:
                 mine.close()
-    parts = fork_map(chunk, [ordered[i:i + step] for i in range(0, len(ordered), step)],
-                     workers)
-    series: dict = {}
-    for chunk_series, _ in parts:
-        series.update(chunk_series)
-    return series, [cp for _, found in parts for cp in found]
+    return trend.search(keys, run)
 
 
 def _rows(ctx: Context, sessions: list) -> list[dict]:
