@@ -3,6 +3,7 @@ order, pyupgrade, bugbear), so a ``# noqa`` is a decision on the line, not a hab
 layers import only downwards; no function is longer than 50 lines."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,67 @@ def test_a_long_function_is_found(tmp_path):
     body = ''.join(f'    x{i} = {i}\n' for i in range(MAX_FUNCTION_LINES))
     (tmp_path / 'long.py').write_text(f'def short():\n    pass\n\n\ndef long():\n{body}')
     assert long_functions(tmp_path) == [f'long.py:5 long: {MAX_FUNCTION_LINES + 1} lines']
+
+
+#: The longest kernel routine (issue 23: mains that read like the MPI tutorial's examples).
+MAX_ROUTINE_LINES = 80
+_F_START = re.compile(r'^\s*(?:(?:pure|elemental|recursive|impure|module)\s+)*'
+                      r'(?:(?:integer|real|logical|character|type)\b[^!]*?\s)?'
+                      r'(program|subroutine|function)\s+(\w+)', re.I)
+_F_END = re.compile(r'^\s*end\s*(?:(?:program|subroutine|function)\b.*)?$', re.I)
+_C_START = re.compile(r'^[A-Za-z_][\w \t*]*\b(\w+)\s*\([^;]*$')
+
+
+def long_routines(root: Path) -> list[str]:
+    """Each Fortran program, subroutine or function (a program up to its ``contains``) and each
+    C function (in sources and headers) under ``root`` longer than the limit."""
+    out = []
+    for path in sorted([*root.rglob('*.F90'), *root.rglob('*.c'), *root.rglob('*.h')]):
+        lines = path.read_text().splitlines()
+        spans = _fortran_spans(lines) if path.suffix == '.F90' else _c_spans(lines)
+        out += [f'{path.relative_to(root)}:{start + 1} {name}: {end - start - 1} lines'
+                for name, start, end in spans if end - start - 1 > MAX_ROUTINE_LINES]
+    return out
+
+
+def _fortran_spans(lines: list[str]) -> list[tuple[str, int, int]]:
+    spans, open_ = [], []
+    for i, line in enumerate(lines):
+        text = line.split('!')[0]
+        if _F_END.match(text) and open_:
+            name, start, body_end = open_.pop()
+            spans.append((name, start, body_end if body_end is not None else i))
+        elif text.strip().lower() == 'contains' and open_ and open_[-1][2] is None:
+            open_[-1] = (open_[-1][0], open_[-1][1], i)
+        elif (found := _F_START.match(text)) and 'end' not in text.lower().split()[:1]:
+            open_.append((found[2], i, None))
+    return spans
+
+
+def _c_spans(lines: list[str]) -> list[tuple[str, int, int]]:
+    spans, start = [], None
+    for i, line in enumerate(lines):
+        if start is None and (found := _C_START.match(line)) and not line.startswith(
+                ('if', 'for', 'while', 'return', 'static const', 'typedef')):
+            start = (found[1], i)
+        elif line.startswith('}') and start is not None:
+            spans.append((start[0], start[1], i))
+            start = None
+        elif line.rstrip().endswith(';') and start is not None and '{' not in ''.join(
+                lines[start[1]:i + 1]):
+            start = None            # a prototype, not a definition
+    return spans
+
+
+def test_no_kernel_routine_is_longer_than_the_limit():
+    assert long_routines(ROOT / 'src' / 'kernels') == []
+
+
+def test_a_long_kernel_routine_is_found(tmp_path):
+    body = ''.join(f'  x = {i}\n' for i in range(MAX_ROUTINE_LINES + 1))
+    (tmp_path / 'k.F90').write_text(f'program k\n  implicit none\n{body}contains\n'
+                                    f'  subroutine s()\n  end subroutine\nend program\n')
+    (tmp_path / 'k.c').write_text(f'static int f(int a)\n{{\n{body}}}\n\nint main(void)\n{{\n'
+                                  f'    return 0;\n}}\n')
+    assert long_routines(tmp_path) == [f'k.F90:1 k: {MAX_ROUTINE_LINES + 2} lines',
+                                       f'k.c:1 f: {MAX_ROUTINE_LINES + 2} lines']

@@ -23,66 +23,9 @@ program fptr
   real(real64), allocatable :: s(:)
 
   call cc_init()
-  variant = 'alloc'
-  n64 = 2000
-  steps = 20
-  inject = .false.
-  min_reps = 1
-  target_s = 0
-  i = 1
-  do while (i <= cc_nargs())
-    arg = cc_arg(i)
-    select case (arg)
-    case ('--help')
-      call cc_help(print_usage)
-    case ('--variant')
-      variant = cc_next_value(i)
-      if (variant /= 'alloc' .and. variant /= 'pointer' .and. variant /= 'cptr') &
-        call cc_usage_error("--variant: '" // variant // "' is not one of alloc, pointer, cptr")
-    case ('--n')
-      n64 = cc_parse_int('--n', cc_next_value(i), 1_int64, 20000_int64)
-    case ('--steps')
-      steps = cc_parse_int('--steps', cc_next_value(i), 1_int64, 1000000_int64)
-    case ('--reps')
-      min_reps = int(cc_parse_int('--reps', cc_next_value(i), 1_int64, int(MAX_REPS, int64)))
-    case ('--target-seconds')
-      target_s = cc_parse_seconds('--target-seconds', cc_next_value(i))
-    case ('--inject-error')
-      inject = .true.
-    case default
-      call cc_unknown_option(arg)
-    end select
-    i = i + 1
-  end do
-  ! Several ranks would only share the node's memory bandwidth and blur the comparison.
-  if (cc_size() /= 1) call cc_usage_error('fptr-f runs on 1 rank, got ' // cc_str(cc_size()))
-  n = int(n64)
-  if (cc_exceeds_memory(16.0_real64 * real(n + 2, real64)**2)) &
-    call cc_usage_error('--n ' // cc_str(n64) // ' needs more memory than this node has')
-
-  write(output_unit, '(a)') '# per variant, MPI_Wtime sums over a run as in Table 3, each the ' // &
-    'median of --reps runs (at least; more until --target-seconds): ' // &
-    'init_s = allocate both (N+2)^2 arrays (cptr: MPI_Win_allocate_shared + c_f_pointer) and ' // &
-    'fill them; read_s = the steps'' sweeps anew = a/2 + (4 neighbours)/8 that read the current ' // &
-    'values; write_s = making the updated values current: a copy anew -> a for allocatable ' // &
-    '(F90 cannot swap allocatables), a pointer swap for pointer and cptr (hence ~0 in Table 3); ' // &
-    'total_s = init_s + read_s + write_s'
-  write(output_unit, '(a)') '# validation: a starts as the mode sin(pi i/(N+1)) sin(pi j/(N+1)) ' // &
-    'with a zero border, which each step multiplies by cos(pi/(2(N+1)))^2, so every cell ' // &
-    '(to 1e-10 of the peak value) and checksum = sum of a (relative tolerance 1e-10) are ' // &
-    'known exactly after the steps'
-  flush(output_unit)
-  call cc_print_meta('fptr', 'variant=' // variant // ' n=' // cc_str(n64) // ' steps=' // &
-                     cc_str(steps) // ' min_reps=' // cc_str(min_reps) // ' target_s=' // &
-                     cc_fixed(target_s, 3))
-
-  ! The 1-D factor of the initial mode, shared by all variants (outside the timing).
-  allocate(s(0:n + 1))
-  do i = 0, n + 1
-    s(i) = sin(PI * real(i, real64) / real(n + 1, real64))
-  end do
-  s(0) = 0
-  s(n + 1) = 0
+  call read_options()
+  call print_header()
+  call initial_mode()
 
   ! Whole runs (allocate, fill, steps, validate) until min_reps of them and target_s seconds.
   reps = 0
@@ -105,23 +48,98 @@ program fptr
     if (reps >= MAX_REPS .or. (reps >= min_reps .and. spent >= target_s)) exit
   end do
 
-  expected = lambda**steps * sum(s(1:n))**2
-  if (.not. (abs(checksum - expected) <= TOLERANCE * abs(expected))) &
-    call cc_validation_error('checksum ' // cc_g17(checksum) // ' differs from the exact ' // &
-      cc_g17(expected) // ' (relative ' // cc_g17(abs(checksum - expected) / abs(expected)) // &
-      ' > 1e-10)')
-  write(output_unit, '(a)') 'RESULT init_s=' // cc_fixed(median(runs(1, 1:reps)), 6) // &
-    ' read_s=' // cc_fixed(median(runs(2, 1:reps)), 6) // ' write_s=' // &
-    cc_fixed(median(runs(3, 1:reps)), 6) // ' total_s=' // cc_fixed(median(runs(4, 1:reps)), 6) // &
-    ' total_min_s=' // cc_fixed(minval(runs(4, 1:reps)), 6) // ' total_max_s=' // &
-    cc_fixed(maxval(runs(4, 1:reps)), 6) // ' reps=' // cc_str(reps) // ' checksum=' // &
-    cc_g17(checksum)
-  flush(output_unit)
-  write(output_unit, '(a)') 'PASS validated=1'
+  call check_and_print_result()
   call MPI_Finalize(ierr)
   call cc_check(ierr, 'MPI_Finalize')
 
 contains
+
+  ! The options (defaults first); fptr-f runs on 1 rank, in the node's memory.
+  subroutine read_options()
+    variant = 'alloc'
+    n64 = 2000
+    steps = 20
+    inject = .false.
+    min_reps = 1
+    target_s = 0
+    i = 1
+    do while (i <= cc_nargs())
+      arg = cc_arg(i)
+      select case (arg)
+      case ('--help')
+        call cc_help(print_usage)
+      case ('--variant')
+        variant = cc_next_value(i)
+        if (variant /= 'alloc' .and. variant /= 'pointer' .and. variant /= 'cptr') &
+          call cc_usage_error("--variant: '" // variant // "' is not one of alloc, pointer, cptr")
+      case ('--n')
+        n64 = cc_parse_int('--n', cc_next_value(i), 1_int64, 20000_int64)
+      case ('--steps')
+        steps = cc_parse_int('--steps', cc_next_value(i), 1_int64, 1000000_int64)
+      case ('--reps')
+        min_reps = int(cc_parse_int('--reps', cc_next_value(i), 1_int64, int(MAX_REPS, int64)))
+      case ('--target-seconds')
+        target_s = cc_parse_seconds('--target-seconds', cc_next_value(i))
+      case ('--inject-error')
+        inject = .true.
+      case default
+        call cc_unknown_option(arg)
+      end select
+      i = i + 1
+    end do
+    ! Several ranks would only share the node's memory bandwidth and blur the comparison.
+    if (cc_size() /= 1) call cc_usage_error('fptr-f runs on 1 rank, got ' // cc_str(cc_size()))
+    n = int(n64)
+    if (cc_exceeds_memory(16.0_real64 * real(n + 2, real64)**2)) &
+      call cc_usage_error('--n ' // cc_str(n64) // ' needs more memory than this node has')
+  end subroutine
+
+  ! What the figures mean, the validation, and the META record.
+  subroutine print_header()
+    write(output_unit, '(a)') '# per variant, MPI_Wtime sums over a run as in Table 3, each the ' // &
+      'median of --reps runs (at least; more until --target-seconds): ' // &
+      'init_s = allocate both (N+2)^2 arrays (cptr: MPI_Win_allocate_shared + c_f_pointer) and ' // &
+      'fill them; read_s = the steps'' sweeps anew = a/2 + (4 neighbours)/8 that read the current ' // &
+      'values; write_s = making the updated values current: a copy anew -> a for allocatable ' // &
+      '(F90 cannot swap allocatables), a pointer swap for pointer and cptr (hence ~0 in Table 3); ' // &
+      'total_s = init_s + read_s + write_s'
+    write(output_unit, '(a)') '# validation: a starts as the mode sin(pi i/(N+1)) sin(pi j/(N+1)) ' // &
+      'with a zero border, which each step multiplies by cos(pi/(2(N+1)))^2, so every cell ' // &
+      '(to 1e-10 of the peak value) and checksum = sum of a (relative tolerance 1e-10) are ' // &
+      'known exactly after the steps'
+    flush(output_unit)
+    call cc_print_meta('fptr', 'variant=' // variant // ' n=' // cc_str(n64) // ' steps=' // &
+                       cc_str(steps) // ' min_reps=' // cc_str(min_reps) // ' target_s=' // &
+                       cc_fixed(target_s, 3))
+  end subroutine
+
+  ! The 1-D factor s of the initial mode, shared by all variants (outside the timing).
+  subroutine initial_mode()
+    allocate(s(0:n + 1))
+    do i = 0, n + 1
+      s(i) = sin(PI * real(i, real64) / real(n + 1, real64))
+    end do
+    s(0) = 0
+    s(n + 1) = 0
+  end subroutine
+
+  ! The checksum against the exact one (a validation error otherwise), then the RESULT record:
+  ! the median of the runs and the total's spread.
+  subroutine check_and_print_result()
+    expected = lambda**steps * sum(s(1:n))**2
+    if (.not. (abs(checksum - expected) <= TOLERANCE * abs(expected))) &
+      call cc_validation_error('checksum ' // cc_g17(checksum) // ' differs from the exact ' // &
+        cc_g17(expected) // ' (relative ' // cc_g17(abs(checksum - expected) / abs(expected)) // &
+        ' > 1e-10)')
+    write(output_unit, '(a)') 'RESULT init_s=' // cc_fixed(median(runs(1, 1:reps)), 6) // &
+      ' read_s=' // cc_fixed(median(runs(2, 1:reps)), 6) // ' write_s=' // &
+      cc_fixed(median(runs(3, 1:reps)), 6) // ' total_s=' // cc_fixed(median(runs(4, 1:reps)), 6) // &
+      ' total_min_s=' // cc_fixed(minval(runs(4, 1:reps)), 6) // ' total_max_s=' // &
+      cc_fixed(maxval(runs(4, 1:reps)), 6) // ' reps=' // cc_str(reps) // ' checksum=' // &
+      cc_g17(checksum)
+    flush(output_unit)
+    write(output_unit, '(a)') 'PASS validated=1'
+  end subroutine
 
   subroutine run_alloc()
     real(real64), allocatable :: a(:, :), anew(:, :)

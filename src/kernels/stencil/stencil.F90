@@ -39,90 +39,9 @@ program stencil
   n = o%n
   use_win = o%variant == 'shm' .or. o%variant == 'shmnc' .or. o%variant == 'hybrid'
 
-  dims = 0
-  call MPI_Dims_create(nprocs, 2, dims, ierr)
-  call cc_check(ierr, 'MPI_Dims_create')
-  px = dims(1)
-  py = dims(2)
-  if (px > n .or. py > n) call cc_usage_error('too many ranks (' // cc_str(nprocs) // &
-    ') for --n ' // cc_str(n) // ': the ' // cc_str(px) // ' x ' // cc_str(py) // &
-    ' process grid needs at least ' // cc_str(px) // ' points per dimension')
-  if (mod(n, px) /= 0 .or. mod(n, py) /= 0) &
-    call cc_usage_error('--n ' // cc_str(n) // ' is not divisible by the ' // cc_str(px) // &
-      ' x ' // cc_str(py) // ' process grid of ' // cc_str(nprocs) // &
-      ' ranks (choose N as a multiple of ' // cc_str(px) // ' and ' // cc_str(py) // ')')
-
-  call MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shared, ierr)
-  call cc_check(ierr, 'MPI_Comm_split_type')
-  call MPI_Comm_size(shared, shared_size, ierr)
-  call cc_check(ierr, 'MPI_Comm_size')
-  if ((o%variant == 'shm' .or. o%variant == 'shmnc') .and. shared_size /= nprocs) &
-    call cc_usage_error('--variant ' // o%variant // ' needs all ranks on one shared-memory ' // &
-      'node, but only ' // cc_str(shared_size) // ' of ' // cc_str(nprocs) // &
-      ' share memory here: use --variant hybrid')
-  node = node_comm()
-  call MPI_Comm_size(node, node_size, ierr)
-  call cc_check(ierr, 'MPI_Comm_size')
-  call MPI_Bcast(node_size, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
-  call cc_check(ierr, 'MPI_Bcast')
-
-  ! Row-major process grid as in stencil.c: rank = pi * py + pj; north is pi - 1, west pj - 1.
-  pi = rank / py
-  pj = mod(rank, py)
-  bx = n / px
-  by = n / py
-  row0 = pi * bx
-  col0 = pj * by
-  nbr = MPI_PROC_NULL
-  if (pi > 0) nbr(NORTH) = rank - py
-  if (pi < px - 1) nbr(SOUTH) = rank + py
-  if (pj > 0) nbr(WEST) = rank - 1
-  if (pj < py - 1) nbr(EAST) = rank + 1
-  call heat_sources(n, src)
-
-  ! A node holds its ranks' blocks; rank 0 also the reference's two global arrays.
-  too_big = .false.
-  if (rank == 0) too_big = cc_exceeds_memory(16.0_real64 * (bx + 2) * (by + 2) * shared_size + &
-    merge(16.0_real64 * real(n + 2, real64)**2, 0.0_real64, o%verify))
-  call MPI_Bcast(too_big, 1, MPI_LOGICAL, 0, MPI_COMM_WORLD, ierr)
-  call cc_check(ierr, 'MPI_Bcast')
-  if (too_big) call cc_usage_error('--n ' // cc_str(n) // ' needs more memory than this node has')
-
-  ! Storage: two arrays (old, new) per rank, private or this rank's segment of the window.
-  ! Neighbours in my node are read from the window, not sent to (sr_nbr: MPI_PROC_NULL).
-  sr_nbr = nbr
-  if (use_win) then
-    call shm_alloc(node, o%variant == 'shm', bx, by, nbr, win, a, peer, sr_nbr)
-  else
-    allocate(a(0:bx + 1, 0:by + 1, 0:1))
-  end if
-
-  ! A row (fixed i) is strided in Fortran's column-major storage; a column is contiguous.
-  call MPI_Type_vector(by, 1, bx + 2, MPI_DOUBLE_PRECISION, row, ierr)
-  call cc_check(ierr, 'MPI_Type_vector')
-  call MPI_Type_commit(row, ierr)
-  call cc_check(ierr, 'MPI_Type_commit')
-
-  if (rank == 0) then
-    write(output_unit, '(a)') '# a run: MPI_Barrier, the steps from the initial field, timed; ' // &
-      'its time = max over ranks; runs repeat until --reps of them and --target-seconds of ' // &
-      'time; time_s = the median run (time_min_s, time_max_s: the fastest and slowest); ' // &
-      'step_us = time_s/steps; halo_share = max over ranks of the loop''s fraction ' // &
-      'spent in halo exchange and window synchronisation; glups = N*N*steps/time_s/1e9; ' // &
-      'mem_GBps = 16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour ' // &
-      'loads assumed cached) * N*N*steps/time_s/1e9, comparable with STREAM copy''s 16 B/element; ' // &
-      'verify_s = rank 0''s time to compute the independent sequential reference, receive every ' // &
-      'block and compare every cell (after the loop, not in time_s)'
-    write(output_unit, '(a)') '# Fortran: one update subroutine on explicit-shape arrays for ' // &
-      'every variant, so variants differ only in the exchange; shm/shmnc/hybrid map their own ' // &
-      'and their neighbours'' window segments with c_f_pointer (the pointer-access cost itself ' // &
-      'is measured by fptr-f); heat is added before the exchange, so ghost copies include it'
-    flush(output_unit)
-  end if
-  call cc_print_meta('stencil', 'variant=' // o%variant // ' n=' // cc_str(n) // ' steps=' // &
-    cc_str(o%steps) // ' px=' // cc_str(px) // ' py=' // cc_str(py) // ' node_size=' // &
-    cc_str(node_size) // ' verify=' // trim(merge('yes', 'no ', o%verify)) // ' min_reps=' // &
-    cc_str(o%reps) // ' target_s=' // cc_fixed(o%target_s, 3))
+  call setup_grid()
+  call setup_storage()
+  call print_header()
 
   call repeated_steps(times, reps, share)
   time_s = times((reps + 1) / 2)
@@ -140,7 +59,112 @@ program stencil
   ! Other ranks wait here while rank 0 verifies, so an abort finds them inside MPI.
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   call cc_check(ierr, 'MPI_Barrier')
-  if (rank == 0) then
+  if (rank == 0) call print_result()
+
+  call release()
+
+contains
+
+  ! The process grid (row-major as in stencil.c), this rank's block and neighbours, the node
+  ! communicators; a grid that cannot hold the ranks is a usage error.
+  subroutine setup_grid()
+    integer :: ierr
+    dims = 0
+    call MPI_Dims_create(nprocs, 2, dims, ierr)
+    call cc_check(ierr, 'MPI_Dims_create')
+    px = dims(1)
+    py = dims(2)
+    if (px > n .or. py > n) call cc_usage_error('too many ranks (' // cc_str(nprocs) // &
+      ') for --n ' // cc_str(n) // ': the ' // cc_str(px) // ' x ' // cc_str(py) // &
+      ' process grid needs at least ' // cc_str(px) // ' points per dimension')
+    if (mod(n, px) /= 0 .or. mod(n, py) /= 0) &
+      call cc_usage_error('--n ' // cc_str(n) // ' is not divisible by the ' // cc_str(px) // &
+        ' x ' // cc_str(py) // ' process grid of ' // cc_str(nprocs) // &
+        ' ranks (choose N as a multiple of ' // cc_str(px) // ' and ' // cc_str(py) // ')')
+
+    call MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, shared, ierr)
+    call cc_check(ierr, 'MPI_Comm_split_type')
+    call MPI_Comm_size(shared, shared_size, ierr)
+    call cc_check(ierr, 'MPI_Comm_size')
+    if ((o%variant == 'shm' .or. o%variant == 'shmnc') .and. shared_size /= nprocs) &
+      call cc_usage_error('--variant ' // o%variant // ' needs all ranks on one shared-memory ' // &
+        'node, but only ' // cc_str(shared_size) // ' of ' // cc_str(nprocs) // &
+        ' share memory here: use --variant hybrid')
+    node = node_comm()
+    call MPI_Comm_size(node, node_size, ierr)
+    call cc_check(ierr, 'MPI_Comm_size')
+    call MPI_Bcast(node_size, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+    call cc_check(ierr, 'MPI_Bcast')
+
+    ! Row-major process grid as in stencil.c: rank = pi * py + pj; north is pi - 1, west pj - 1.
+    pi = rank / py
+    pj = mod(rank, py)
+    bx = n / px
+    by = n / py
+    row0 = pi * bx
+    col0 = pj * by
+    nbr = MPI_PROC_NULL
+    if (pi > 0) nbr(NORTH) = rank - py
+    if (pi < px - 1) nbr(SOUTH) = rank + py
+    if (pj > 0) nbr(WEST) = rank - 1
+    if (pj < py - 1) nbr(EAST) = rank + 1
+    call heat_sources(n, src)
+  end subroutine
+
+  ! Two arrays (old, new) per rank, private or in the node's shared window, and the row type;
+  ! a problem larger than the node's memory is a usage error.
+  subroutine setup_storage()
+    integer :: ierr
+    ! A node holds its ranks' blocks; rank 0 also the reference's two global arrays.
+    too_big = .false.
+    if (rank == 0) too_big = cc_exceeds_memory(16.0_real64 * (bx + 2) * (by + 2) * shared_size + &
+      merge(16.0_real64 * real(n + 2, real64)**2, 0.0_real64, o%verify))
+    call MPI_Bcast(too_big, 1, MPI_LOGICAL, 0, MPI_COMM_WORLD, ierr)
+    call cc_check(ierr, 'MPI_Bcast')
+    if (too_big) call cc_usage_error('--n ' // cc_str(n) // ' needs more memory than this node has')
+
+    ! Storage: two arrays (old, new) per rank, private or this rank's segment of the window.
+    ! Neighbours in my node are read from the window, not sent to (sr_nbr: MPI_PROC_NULL).
+    sr_nbr = nbr
+    if (use_win) then
+      call shm_alloc(node, o%variant == 'shm', bx, by, nbr, win, a, peer, sr_nbr)
+    else
+      allocate(a(0:bx + 1, 0:by + 1, 0:1))
+    end if
+
+    ! A row (fixed i) is strided in Fortran's column-major storage; a column is contiguous.
+    call MPI_Type_vector(by, 1, bx + 2, MPI_DOUBLE_PRECISION, row, ierr)
+    call cc_check(ierr, 'MPI_Type_vector')
+    call MPI_Type_commit(row, ierr)
+    call cc_check(ierr, 'MPI_Type_commit')
+  end subroutine
+
+  ! What the figures mean (rank 0), and the META record.
+  subroutine print_header()
+    if (rank == 0) then
+      write(output_unit, '(a)') '# a run: MPI_Barrier, the steps from the initial field, timed; ' // &
+        'its time = max over ranks; runs repeat until --reps of them and --target-seconds of ' // &
+        'time; time_s = the median run (time_min_s, time_max_s: the fastest and slowest); ' // &
+        'step_us = time_s/steps; halo_share = max over ranks of the loop''s fraction ' // &
+        'spent in halo exchange and window synchronisation; glups = N*N*steps/time_s/1e9; ' // &
+        'mem_GBps = 16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour ' // &
+        'loads assumed cached) * N*N*steps/time_s/1e9, comparable with STREAM copy''s 16 B/element; ' // &
+        'verify_s = rank 0''s time to compute the independent sequential reference, receive every ' // &
+        'block and compare every cell (after the loop, not in time_s)'
+      write(output_unit, '(a)') '# Fortran: one update subroutine on explicit-shape arrays for ' // &
+        'every variant, so variants differ only in the exchange; shm/shmnc/hybrid map their own ' // &
+        'and their neighbours'' window segments with c_f_pointer (the pointer-access cost itself ' // &
+        'is measured by fptr-f); heat is added before the exchange, so ghost copies include it'
+      flush(output_unit)
+    end if
+    call cc_print_meta('stencil', 'variant=' // o%variant // ' n=' // cc_str(n) // ' steps=' // &
+      cc_str(o%steps) // ' px=' // cc_str(px) // ' py=' // cc_str(py) // ' node_size=' // &
+      cc_str(node_size) // ' verify=' // trim(merge('yes', 'no ', o%verify)) // ' min_reps=' // &
+      cc_str(o%reps) // ' target_s=' // cc_fixed(o%target_s, 3))
+  end subroutine
+
+  ! The RESULT record (rank 0): the median run and its spread, and PASS when verified.
+  subroutine print_result()
     updates = real(n, real64) * real(n, real64) * real(o%steps, real64)
     write(output_unit, '(a)') 'RESULT time_s=' // cc_fixed(time_s, 6) // ' step_us=' // &
       cc_fixed(time_s / real(o%steps, real64) * 1.0e6_real64, 3) // ' halo_share=' // &
@@ -152,25 +176,27 @@ program stencil
       cc_fixed(times(reps), 6)
     if (o%verify) write(output_unit, '(a)') 'PASS validated=' // cc_str(validated)
     flush(output_unit)
-  end if
+  end subroutine
 
-  call MPI_Type_free(row, ierr)
-  call cc_check(ierr, 'MPI_Type_free')
-  if (use_win) then
-    call shm_free(win)
-  else
-    deallocate(a)
-  end if
-  if (o%variant == 'hybrid' .and. o%node_size > 0) then
-    call MPI_Comm_free(node, ierr)
+  ! Frees what setup_grid and setup_storage made, then ends MPI.
+  subroutine release()
+    integer :: ierr
+    call MPI_Type_free(row, ierr)
+    call cc_check(ierr, 'MPI_Type_free')
+    if (use_win) then
+      call shm_free(win)
+    else
+      deallocate(a)
+    end if
+    if (o%variant == 'hybrid' .and. o%node_size > 0) then
+      call MPI_Comm_free(node, ierr)
+      call cc_check(ierr, 'MPI_Comm_free')
+    end if
+    call MPI_Comm_free(shared, ierr)
     call cc_check(ierr, 'MPI_Comm_free')
-  end if
-  call MPI_Comm_free(shared, ierr)
-  call cc_check(ierr, 'MPI_Comm_free')
-  call MPI_Finalize(ierr)
-  call cc_check(ierr, 'MPI_Finalize')
-
-contains
+    call MPI_Finalize(ierr)
+    call cc_check(ierr, 'MPI_Finalize')
+  end subroutine
 
   ! Window epochs, per step (every rank of the node in lockstep; order as in stencil.c):
   !   1. sources into my old array (stores to my block only)
