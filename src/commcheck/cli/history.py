@@ -45,12 +45,9 @@ def _search(index: sample_index.SampleIndex, sessions: list, everything: bool, p
             and (pattern is None or pattern.search(' '.join(key[2:])))}
 
     def run(part: list[tuple]):
-        mine = index.reopened()
-        try:
+        with index.reopened() as mine:
             return trend.stream((key, trend.points(mine.samples(key, sessions), when))
                                 for key in part)
-        finally:
-            mine.close()
     return trend.search(keys, run)
 
 

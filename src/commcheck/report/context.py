@@ -17,7 +17,7 @@ class Context:
     values: Measurements                # their performance values, fixtures excluded
     environments: list[str]
     gate: dict | None                   # ``commcheck compare`` record of these sessions
-    history: object                     # .sessions(), .points(key), .reopened() (inputs.py)
+    history: object                     # .sessions(), .points(key), with .reopened() (inputs.py)
     baselines: dict[str, BaselineFile]  # system -> baseline file, where one exists
     plots: Plotter
     warn: Warn

@@ -125,6 +125,12 @@ class SessionsHistory:
     def reopened(self) -> SessionsHistory:
         return self
 
+    def __enter__(self) -> SessionsHistory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Nothing to close: the sessions are in memory."""
+
     def points(self, key: tuple) -> list[trend.Point]:
         if self._series is None:
             self._series = trend.series(self._sessions)
@@ -161,6 +167,12 @@ class StoredHistory:
 
     def close(self) -> None:
         self.index.close()
+
+    def __enter__(self) -> StoredHistory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def as_history(stored) -> SessionsHistory | StoredHistory:

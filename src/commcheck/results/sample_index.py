@@ -128,6 +128,12 @@ class SampleIndex:
             self.conn.close()
             self.conn = None
 
+    def __enter__(self) -> SampleIndex:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def update(self, only: Iterable[str] | None = None) -> dict[str, int]:
         """Add the sessions the database has and the index lacks (of ``only``, when given: a
         command that reads N sessions decodes at most N); drop those it no longer has.

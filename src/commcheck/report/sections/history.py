@@ -62,13 +62,9 @@ def _trends(ctx: Context, sessions: list, keys: set):
     """(series, change points) of the keys (:func:`trend.search`: a process per core on a
     long history), each process through its own connection to the index."""
     def run(part: list[tuple]):
-        mine = ctx.history.reopened()
-        try:
+        with ctx.history.reopened() as mine:
             return trend.stream(_series(dataclasses.replace(ctx, history=mine), sessions,
                                         set(part)))
-        finally:
-            if mine is not ctx.history:
-                mine.close()
     return trend.search(keys, run)
 
 
