@@ -301,18 +301,23 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-def _setup(samples: list[Sample]) -> dict[str, str]:
-    """The most common value of each provenance field over samples."""
+def _setup(provenances: list[tuple]) -> dict[str, str]:
+    """The most common value of each provenance field over launches' provenances."""
     fields: dict[str, Counter] = {}
-    for provenance, n in Counter(s.provenance for s in samples).items():   # few distinct
+    for provenance, n in Counter(provenances).items():          # few distinct
         for k, v in provenance:
             fields.setdefault(k, Counter())[v] += n
     return {k: c.most_common(1)[0][0] for k, c in fields.items()}
 
 
 def provenance_changes(base: list[Sample], new: list[Sample]) -> dict[str, tuple[str, str]]:
-    """The setup fields that differ between two sets of sessions (nodes only where the host
-    differs too, and only where both sides know them)."""
+    """The setup fields that differ between two sets of sessions' samples."""
+    return setup_changes([s.provenance for s in base], [s.provenance for s in new])
+
+
+def setup_changes(base: list[tuple], new: list[tuple]) -> dict[str, tuple[str, str]]:
+    """The setup fields that differ between two sets of launches' provenances (nodes only
+    where the host differs too, and only where both sides know them)."""
     before, after = _setup(base), _setup(new)
     ignore = {'host', 'nodelist'} if before.get('host') == after.get('host') else set()
     if '' in (before.get('nodelist', ''), after.get('nodelist', '')):

@@ -1,8 +1,9 @@
 """``commcheck history``: where did a shift start, and what changed with it?
 
 Per variable, the stored sessions form a series (the median of each session's launches). Change
-points are searched with ``ruptures`` (PELT, least squares on the log of the values scaled by a
-robust noise estimate, BIC-like penalty); each candidate is then kept only if it is real and
+points are proposed by PELT (ruptures' least-squares model, on the log of the values scaled by a
+robust noise estimate, BIC-like penalty; computed here for many variables at once, the same
+breakpoints as ruptures); each candidate is then kept only if it is real and
 large by the gate's own rules: the launches after it differ from the launches before it by a
 Mann-Whitney U test (p < alpha) and by more than ``min_effect`` in median. A kept change point
 names the session where the shift started, its size, and the provenance fields that changed
@@ -20,7 +21,7 @@ import numpy as np
 
 from commcheck import experiments
 from commcheck.analysis import robust
-from commcheck.analysis.gate import Settings, provenance_changes
+from commcheck.analysis.gate import Settings, setup_changes
 from commcheck.forks import cores, fork_map
 from commcheck.results.store import Sample, SampleKey, Session
 
@@ -29,19 +30,29 @@ TREND_MIN_EFFECT = 0.20     #: smallest shift of the median a change point must 
 
 @dataclasses.dataclass
 class Point:
+    """One session of one variable's series: its measured launches (oversubscribed runs and
+    non-positive values left out), by value and provenance."""
     session: str
     when: str
-    samples: list[Sample]
-    value: float = math.nan     # the median of the samples (computed when not given)
+    values: list[float]
+    unit: str
+    provenances: list[tuple]    # each launch's provenance, as :class:`Sample` has it
+    value: float = math.nan     # the median of the values (computed when not given)
 
     def __post_init__(self):
         if math.isnan(self.value):
-            self.value = statistics.median(s.value for s in self.samples)
+            self.value = statistics.median(self.values)
 
     def compact(self) -> Point:
-        """The point without its launches (one kept for its unit): what a table or a plot
-        needs once the change points are found, at a fraction of the memory."""
-        return Point(self.session, self.when, self.samples[:1], self.value)
+        """The point without its launches: what a table or a plot needs once the change
+        points are found, at a fraction of the memory."""
+        return Point(self.session, self.when, [], self.unit, [], self.value)
+
+
+def point(session: str, when: str, samples: list[Sample]) -> Point:
+    """The point of one session's samples of one variable (all measured)."""
+    return Point(session, when, [s.value for s in samples], samples[0].unit,
+                 [s.provenance for s in samples])
 
 
 @dataclasses.dataclass
@@ -76,86 +87,124 @@ def series(sessions: list[Session]) -> dict[tuple, list[Point]]:
             if not s.oversubscribed and s.value > 0:
                 mine.setdefault(s.key, []).append(s)
         for key, samples in mine.items():
-            out.setdefault(key, []).append(Point(sess.uuid, sess.when, samples))
+            out.setdefault(key, []).append(point(sess.uuid, sess.when, samples))
     return out
 
 
 def pelt_l2(signal, pen: float) -> list[int]:
     """The breakpoints ``ruptures.Pelt(model='l2', min_size=1, jump=1).fit(signal)
-    .predict(pen)`` finds (the same recursion, pruning and tie-breaking; the tests check it
-    against ruptures), vectorised over the admissible set with cumulative sums: a year of
-    nightly sessions segments in milliseconds instead of seconds, for every variable."""
-    x = np.asarray(signal, float).reshape(-1)
-    x = x - x.mean()
-    n = len(x)
-    sums = np.concatenate(([0.0], np.cumsum(x)))
-    squares = np.concatenate(([0.0], np.cumsum(x * x)))
-    best = np.zeros(n + 1)                  # optimal penalised cost of x[:t]
-    last = np.zeros(n + 1, dtype=int)       # where its last segment starts
-    admissible = np.zeros(0, dtype=int)
+    .predict(pen)`` finds (the tests check it against ruptures): :func:`pelt_l2_many` of
+    one signal."""
+    return pelt_l2_many([signal], pen)[0]
+
+
+def pelt_l2_many(signals: list, pen: float) -> list[list[int]]:
+    """:func:`pelt_l2` of signals of one length, all at once: the same recursion, pruning
+    and tie-breaking (the lowest admissible start), one array row per signal, the pruned
+    starts masked. Each step is then a few array operations for every variable together,
+    not for each one: a year of nightly sessions of some hundreds of variables segments in
+    a fraction of a second instead of seconds."""
+    x = np.stack([np.asarray(s, float).reshape(-1) - np.mean(s) for s in signals])
+    count, n = x.shape
+    zeros = np.zeros((count, 1))
+    sums = np.concatenate((zeros, np.cumsum(x, axis=1)), axis=1)
+    squares = np.concatenate((zeros, np.cumsum(x * x, axis=1)), axis=1)
+    best = np.zeros((count, n + 1))             # optimal penalised cost of x[:t]
+    last = np.zeros((count, n + 1), dtype=int)  # where its last segment starts
+    admissible = np.zeros((count, n + 1), dtype=bool)
+    rows = np.arange(count)
     for t in range(1, n + 1):
-        admissible = np.append(admissible, t - 1)
-        total = sums[t] - sums[admissible]
-        cost = np.maximum(squares[t] - squares[admissible] - total * total / (t - admissible),
-                          0.0)
-        candidates = best[admissible] + (cost + pen)
-        k = int(np.argmin(candidates))
-        best[t], last[t] = candidates[k], admissible[k]
-        admissible = admissible[candidates <= best[t] + pen]
-    bkps, t = [], n
-    while t > 0:
-        bkps.append(t)
-        t = last[t]
-    return sorted(bkps)
+        admissible[:, t - 1] = True
+        total = sums[:, t:t + 1] - sums[:, :t]
+        cost = np.maximum(squares[:, t:t + 1] - squares[:, :t]
+                          - total * total / (t - np.arange(t)), 0.0)
+        candidates = np.where(admissible[:, :t], best[:, :t] + (cost + pen), np.inf)
+        k = candidates.argmin(axis=1)
+        best[:, t], last[:, t] = candidates[rows, k], k
+        admissible[:, :t] &= candidates <= (best[:, t] + pen)[:, None]
+    out = []
+    for row in last.tolist():
+        bkps, t = [], n
+        while t > 0:
+            bkps.append(t)
+            t = row[t]
+        out.append(sorted(bkps))
+    return out
 
 
-def _candidates(values: list[float]) -> list[int]:
-    signal = np.log(np.asarray(values, float))
-    diffs = np.diff(signal)
-    # a step's noise from successive differences (their sigma is sqrt(2) x the series')
-    noise = robust.sigma(diffs) / math.sqrt(2) if len(diffs) else 0
-    scale = noise if noise > 1e-12 else (np.std(signal) or 1.0)
-    return [b for b in pelt_l2(signal / scale, 3 * math.log(len(values))) if b < len(values)]
+def candidates(series: list[list[float]]) -> list[list[int]]:
+    """Per series of session values, where PELT proposes a shift: on the log of the values
+    scaled by a robust noise estimate, with a BIC-like penalty; series of one length are
+    segmented together (:func:`pelt_l2_many`)."""
+    scaled, by_length = [], {}
+    for i, values in enumerate(series):
+        signal = np.log(np.asarray(values, float))
+        diffs = np.diff(signal)
+        # a step's noise from successive differences (their sigma is sqrt(2) x the series')
+        noise = robust.sigma(diffs) / math.sqrt(2) if len(diffs) else 0
+        scale = noise if noise > 1e-12 else (np.std(signal) or 1.0)
+        scaled.append(signal / scale)
+        by_length.setdefault(len(values), []).append(i)
+    out: list[list[int]] = [[] for _ in series]
+    for n, members in by_length.items():
+        found = pelt_l2_many([scaled[i] for i in members], 3 * math.log(n))
+        for i, bkps in zip(members, found):
+            out[i] = [b for b in bkps if b < n]
+    return out
+
+
+MIN_POINTS = 4              #: sessions a series needs before change points are searched
 
 
 def detect(points: list[Point], key: SampleKey | tuple, settings: Settings = Settings(),
-           min_points: int = 4) -> list[ChangePoint]:
-    if len(points) < min_points:
+           proposed: list[int] | None = None) -> list[ChangePoint]:
+    """The change points of one variable's series: each cut PELT proposes (``proposed``,
+    when :func:`candidates` already gave them) kept if real and large enough."""
+    if len(points) < MIN_POINTS:
         return []
     key = SampleKey._make(key)
     from scipy import stats  # here: a second to import; compare reads trends rarely
     found, start = [], 0
     # The gate derives its threshold per comparison; change points keep a fixed one.
     min_effect = TREND_MIN_EFFECT if settings.min_effect is None else settings.min_effect
-    bounds = _candidates([p.value for p in points]) + [len(points)]
+    if proposed is None:
+        proposed = candidates([[p.value for p in points]])[0]
+    bounds = proposed + [len(points)]
     for cut, end in zip(bounds, bounds[1:]):
-        before = [s for p in points[start:cut] for s in p.samples]
-        after = [s for p in points[cut:end] for s in p.samples]
-        b_med = statistics.median(s.value for s in before)
-        a_med = statistics.median(s.value for s in after)
+        before = [v for p in points[start:cut] for v in p.values]
+        after = [v for p in points[cut:end] for v in p.values]
+        b_med, a_med = statistics.median(before), statistics.median(after)
         ratio = a_med / b_med
         if abs(math.log(ratio)) <= math.log(1 + min_effect):
             continue            # too small to report: no need of the (costlier) rank test
-        p = float(stats.mannwhitneyu([s.value for s in after], [s.value for s in before],
-                                     alternative='two-sided').pvalue)
+        p = float(stats.mannwhitneyu(after, before, alternative='two-sided').pvalue)
         if p < settings.alpha:
-            direction = experiments.direction(key.check, key.variable, before[0].unit)
+            direction = experiments.direction(key.check, key.variable, points[start].unit)
             worse = None if direction is None else (
                 ratio > 1 if direction == experiments.LOWER_IS_BETTER else ratio < 1)
             found.append(ChangePoint(
                 key=key, at=cut, session=points[cut].session, when=points[cut].when,
                 before=b_med, after=a_med, p=p, worse=worse,
-                provenance_changes=provenance_changes(points[cut - 1].samples,
-                                                      points[cut].samples)))
+                provenance_changes=setup_changes(points[cut - 1].provenances,
+                                                 points[cut].provenances)))
             start = cut
     return found
+
+
+def detect_all(groups: Iterable[tuple[tuple, list[Point]]],
+               settings: Settings = Settings()) -> list[ChangePoint]:
+    """:func:`detect` of several variables, their PELT proposals computed together."""
+    searchable = [(key, pts) for key, pts in groups if len(pts) >= MIN_POINTS]
+    proposals = candidates([[p.value for p in pts] for _, pts in searchable])
+    return [cp for (key, pts), proposed in zip(searchable, proposals)
+            for cp in detect(pts, key, settings, proposed)]
 
 
 def history(sessions: list[Session], keys=None, settings: Settings = Settings()):
     """(series, change points) for every variable, or those in ``keys``."""
     all_series = series(sessions)
     chosen = {k: v for k, v in all_series.items() if keys is None or k in keys}
-    return chosen, [cp for key, pts in sorted(chosen.items()) for cp in detect(pts, key, settings)]
+    return chosen, detect_all(sorted(chosen.items()), settings)
 
 
 def points(samples: Iterable[Sample], when: dict[str, str]) -> list[Point]:
@@ -167,16 +216,24 @@ def points(samples: Iterable[Sample], when: dict[str, str]) -> list[Point]:
         if s.oversubscribed or s.value <= 0:
             continue
         if mine and s.session != mine[0].session:
-            out.append(Point(mine[0].session, when.get(mine[0].session, ''), mine))
+            out.append(point(mine[0].session, when.get(mine[0].session, ''), mine))
             mine = []
         mine.append(s)
     if mine:
-        out.append(Point(mine[0].session, when.get(mine[0].session, ''), mine))
+        out.append(point(mine[0].session, when.get(mine[0].session, ''), mine))
     return out
 
 
+def indexed_points(launches: Iterable[tuple[str, list[float], str, list[tuple]]],
+                   when: dict[str, str]) -> list[Point]:
+    """One variable's points from the sample index's measured launches, a session at a
+    time (:meth:`commcheck.results.sample_index.SampleIndex.launches`)."""
+    return [Point(uuid, when.get(uuid, ''), values, unit, provenances)
+            for uuid, values, unit, provenances in launches]
+
+
 #: Variables from which :func:`search` runs in several processes (a year of nightly sessions
-#: of the suite: some hundreds of variables, 20-90 ms each).
+#: of the suite: some hundreds of variables, 10-20 ms each to read from the index).
 PARALLEL_FROM = 64
 Found = tuple[dict, list]       #: (series, change points), as :func:`stream` gives them
 
@@ -199,14 +256,26 @@ def search(keys: Iterable[tuple], run: Callable[[list[tuple]], Found]) -> Found:
     return series, [cp for _, found in parts for cp in found]
 
 
+#: Variables whose launches :func:`stream` holds at once (segmented together).
+STREAM_BATCH = 64
+
+
 def stream(groups: Iterable[tuple[tuple, list[Point]]], settings: Settings = Settings()):
-    """(series, change points) from one variable's points at a time (e.g. read
-    from :mod:`commcheck.results.sample_index`): only the variable at hand keeps its launches
-    in memory."""
-    chosen, found = {}, []
+    """(series, change points) from the variables' points as they come (e.g. read from
+    :mod:`commcheck.results.sample_index`): at most :data:`STREAM_BATCH` variables keep their
+    launches in memory, the others only their session values."""
+    chosen, found, batch = {}, [], []
+
+    def flush():
+        found.extend(detect_all(batch, settings))
+        for key, pts in batch:
+            chosen[key] = [p.compact() for p in pts]
+        batch.clear()
+
     for key, pts in groups:
-        if not pts:
-            continue
-        found.extend(detect(pts, key, settings))
-        chosen[key] = [p.compact() for p in pts]
+        if pts:
+            batch.append((key, pts))
+        if len(batch) == STREAM_BATCH:
+            flush()
+    flush()
     return chosen, found

@@ -121,7 +121,8 @@ def _since(regressed: list[gate.Comparison], base: dict, db: store.ResultsDB) ->
         when = {s.uuid: s.when for s in chosen}
         out = {}
         for comp in regressed:
-            found = trend.detect(trend.points(index.samples(comp.key, chosen), when), comp.key)
+            found = trend.detect(trend.indexed_points(index.launches(comp.key, chosen), when),
+                                 comp.key)
             out[comp.key] = found[-1].as_dict() if found else None
         return out
     finally:

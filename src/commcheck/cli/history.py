@@ -46,7 +46,7 @@ def _search(index: sample_index.SampleIndex, sessions: list, everything: bool, p
 
     def run(part: list[tuple]):
         with index.reopened() as mine:
-            return trend.stream((key, trend.points(mine.samples(key, sessions), when))
+            return trend.stream((key, trend.indexed_points(mine.launches(key, sessions), when))
                                 for key in part)
     return trend.search(keys, run)
 

@@ -149,7 +149,7 @@ class StoredHistory:
         return self._sessions
 
     def points(self, key: tuple) -> list[trend.Point]:
-        return trend.points(self.index.samples(key), self._when)
+        return trend.indexed_points(self.index.launches(key), self._when)
 
     def reopened(self) -> StoredHistory:
         """This history through a connection of its own (for a forked process)."""

@@ -31,7 +31,6 @@ from commcheck.results import preflight
 from commcheck.results.store import (
     HistoryError,
     ResultsDB,
-    Sample,
     SampleKey,
     Session,
     Stored,
@@ -247,47 +246,30 @@ class SampleIndex:
             params = uuids
         return sorted((SampleKey(*r[:5]), r[5]) for r in self._query(sql, params))
 
-    def samples(self, key: tuple, chosen: Iterable[Indexed] | None = None) -> list[Sample]:
-        """The samples of one variable (in the chosen sessions), by session start and launch."""
+    def launches(self, key: tuple, chosen: Iterable[Indexed] | None = None
+                 ) -> list[tuple[str, list[float], str, list[tuple]]]:
+        """One variable's measured launches (not oversubscribed, value > 0; in the chosen
+        sessions), a session at a time by start: (uuid, values, unit of the first, each
+        launch's provenance). What a series over a long history needs, without a
+        :class:`Sample` per launch."""
         wanted = None if chosen is None else {s.uuid for s in chosen}
         rows = self._query(
-            'SELECT s.uuid, x.time, x.value, x.unit, x.result, x.oversubscribed, x.provenance '
-            'FROM keys k JOIN samples x ON x.key = k.id JOIN sessions s ON x.session = s.id '
-            'WHERE k.system = ? AND k.partition = ? AND k.environ = ? AND k.test = ? '
-            'AND k.variable = ? ORDER BY s.time_start, s.uuid, x.launch', key)
-        return [self._sample(key, *row) for row in rows if wanted is None or row[0] in wanted]
-
-    def load(self, chosen: Iterable[Stored]) -> list[Session]:
-        """The chosen sessions' samples, as :meth:`ResultsDB.load` with ``cases=False`` gives
-        them (in the order given, launches in stored order; unreadable sessions left out), read
-        from the index in one query instead of decoding each session's record."""
-        chosen = list(chosen)
-        by_uuid: dict[str, list[Sample]] = {s.uuid: [] for s in chosen}
-        marks = ','.join('?' * len(by_uuid))
-        rows = self._query(
-            'SELECT s.uuid, k.system, k.partition, k.environ, k.test, k.variable, x.time, '
-            'x.value, x.unit, x.result, x.oversubscribed, x.provenance FROM samples x '
-            'JOIN sessions s ON x.session = s.id JOIN keys k ON x.key = k.id '
-            f'WHERE s.problem IS NULL AND s.uuid IN ({marks}) ORDER BY x.rowid', list(by_uuid))
-        for u, *key, t, v, unit, res, over, pid in rows:
-            by_uuid[u].append(self._sample(key, u, t, v, unit, res, over, pid))
-        readable = {u for u, in self._query(
-            f'SELECT uuid FROM sessions WHERE problem IS NULL AND uuid IN ({marks})',
-            list(by_uuid))}
-        when = dict(self._query(f'SELECT uuid, time_start_text FROM sessions WHERE uuid IN '
-                                f'({marks})', list(by_uuid)))
-        return [Session(uuid=s.uuid, time_start=s.time_start,
-                        info={'uuid': s.uuid, 'time_start': when.get(s.uuid, '')}, cases=[],
-                        samples=by_uuid[s.uuid]) for s in chosen if s.uuid in readable]
-
-    def _sample(self, key, uuid, time, value, unit, result, oversubscribed, pid) -> Sample:
-        """A sample from one row of the index (its key: system .. variable). Positional, in
-        :class:`Sample`'s field order: a third of the cost of keywords, for millions of rows."""
-        system, partition, environ, test, variable = key
-        prov = self._prov.get(pid)
-        return Sample(uuid, time, system, partition, environ, test, variable, value, unit,
-                      result, bool(oversubscribed),
-                      self._provenance(pid) if prov is None else prov)
+            'SELECT s.uuid, x.value, x.unit, x.provenance FROM keys k JOIN samples x ON '
+            'x.key = k.id JOIN sessions s ON x.session = s.id WHERE k.system = ? AND '
+            'k.partition = ? AND k.environ = ? AND k.test = ? AND k.variable = ? AND '
+            'x.oversubscribed = 0 AND x.value > 0 ORDER BY s.time_start, s.uuid, x.launch', key)
+        out: list[tuple[str, list[float], str, list[tuple]]] = []
+        known, current = self._prov, None
+        for uuid, value, unit, pid in rows:
+            if wanted is not None and uuid not in wanted:
+                continue
+            if uuid != current:
+                current, values, provenances = uuid, [], []
+                out.append((uuid, values, unit, provenances))
+            values.append(value)
+            prov = known.get(pid)
+            provenances.append(self._provenance(pid) if prov is None else prov)
+        return out
 
     def _provenance(self, pid: int) -> tuple:
         if pid not in self._prov:

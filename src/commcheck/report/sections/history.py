@@ -84,7 +84,7 @@ def _rows(ctx: Context, sessions: list) -> list[dict]:
         rows.append({
             'key': list(key), 'label': key_label(key), 'environ': key.environ, 'test': key.test,
             'check': key.check, 'variable': key.variable,
-            'unit': pts[-1].samples[0].unit,
+            'unit': pts[-1].unit,
             'points': [{'session': p.session[:8], 'when': p.when, 'index': index[p.session],
                         'value': v} for p, v in zip(pts, values)],
             'first': values[0], 'latest': latest, 'baseline': base,
