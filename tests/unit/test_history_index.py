@@ -369,6 +369,22 @@ def test_segmentation_is_ruptures_pelt():
         assert trend.pelt_l2(x, pen) == expected
 
 
+def test_segmentation_of_many_variables_is_each_alone():
+    """Series of one length segmented together (each row pruned on its own) give each
+    series' own breakpoints: shifted, flat, rounded and constant series side by side."""
+    rng = np.random.default_rng(11)
+    for n in (2, 5, 40, 120):
+        batch = []
+        for i in range(24):
+            x = rng.normal(0, 1, n) + rng.normal(0, 10)
+            for at in rng.integers(0, n, int(rng.integers(0, 4))):
+                x[at:] += rng.normal(0, 4)
+            batch.append(np.round(x) if i % 5 == 1 else np.full(n, 3.0) if i % 7 == 2 else x)
+        pen = 3 * np.log(n)
+        assert trend.pelt_l2_many(batch, pen) == [trend.pelt_l2(x, pen) for x in batch]
+        assert any(len(b) > 1 for b in trend.pelt_l2_many(batch, pen)) or n < 40
+
+
 def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
     """The report of a stored session takes its history from the sample index (the other
     sessions' records are not decoded) and marks the planted upgrade."""
