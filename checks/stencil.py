@@ -3,7 +3,10 @@
 Variants: blocking S/R, non-blocking S/R, SHM (``MPI_Win_allocate_shared``), SHM-NC
 (``alloc_shared_noncontig``) and hybrid (SHM-NC inside a node, S/R between nodes; on one node
 the kernel emulates nodes of sqrt(ranks) ranks). Speedup and efficiency are against the
-sequential run of the same size and language (a fixture); ``bw_fraction`` is the stencil's
+sequential run of the same size and language: at 1 rank, sequential runs in the same launch,
+each just before one of the variant's (``--baseline yes``: the median of the pairs' ratios,
+so a machine that changes speed between launches does not move it); at more ranks, the
+sequential fixture's launch. ``bw_fraction`` is the stencil's
 memory traffic (16 B/update) over the STREAM copy bandwidth that the same ranks reach in the same
 job, just before the stencil runs (same nodes, same placement).
 Defaults fit a login node; seed 002's sizes: ``--mode seeds`` (4800 x 4800, 500 steps, 36 ranks).
@@ -214,6 +217,8 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
         self.executable = self.kernels.program(experiments.program('stencil', self.lang))
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
                                 '--steps', str(self.steps), *self.repetition_options()]
+        if self.ranks == 1:
+            self.executable_opts += ['--baseline', 'yes']
         if self.verify:
             self.executable_opts += ['--verify', self.verify]
         if self.variant == 'hybrid' and not self.spans_nodes:
@@ -256,11 +261,13 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
         result, seq_time = stencil_result(self), stencil_result(self.seq)['time_s']
         stream = kernel_run(self, 'stream')['RESULT'][0]
         self.bound = describe_bound(self, 16 * (self.n + 2) ** 2)
-        speedup = seq_time / result['time_s']
+        # 1 rank: sequential and variant runs paired in this launch; else across launches
+        speedup = result['seq_ratio'] if self.ranks == 1 else seq_time / result['time_s']
         self.perf_variables = computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
             'halo_share': (result['halo_share'], ''), 'speedup': (speedup, 'x'),
             'efficiency': (speedup / self.ranks, ''),
             'stream_copy': (stream['copy_GBps'], 'GB/s'),
             'bw_fraction': (result['mem_GBps'] / stream['copy_GBps'], ''),
+            **({'seq_time': (result['seq_time_s'], 's')} if self.ranks == 1 else {}),
             **self.spread_variables(result)})

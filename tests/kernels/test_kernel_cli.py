@@ -56,7 +56,9 @@ BAD_INPUT = {
     'stencil': [(['--n', '47'], 4, 'divisible'), (['--n', '0'], 4, ''),
                 (['--variant', 'seq'], 4, 'seq'), (['--variant', 'warp'], 1, 'warp'),
                 (['--verify', 'maybe'], 1, 'maybe'),
-                (['--verify', 'no', '--inject-error'], 1, '--inject-error')],
+                (['--verify', 'no', '--inject-error'], 1, '--inject-error'),
+                (['--baseline', 'maybe'], 1, 'maybe'), (['--baseline', 'yes'], 4, '--baseline'),
+                (['--variant', 'seq', '--baseline', 'yes'], 1, '--baseline')],
     'stream': [(['--n', 'many'], 1, 'whole number')],
     'fptr': [(['--variant', 'pointer'], 2, '1 rank'), (['--n', '-5'], 1, '')],
 }
@@ -140,6 +142,26 @@ def test_stencil_verifies_every_cell_or_says_it_did_not(kernel_builds, stack, pr
         assert out_no['RESULT'][0]['verified'] == 0 and not out_no['PASS']
         assert out_no['META'][0]['verify'] == 'no'
         assert out_no['RESULT'][0]['checksum'] == out['RESULT'][0]['checksum']
+
+
+@pytest.mark.parametrize('stack,program', STENCIL_CASES, ids=STENCIL_IDS)
+def test_stencil_baseline_pairs_sequential_runs_in_the_same_launch(kernel_builds, stack,
+                                                                   program):
+    """--baseline yes (1 rank): a sequential run before each of the variant's; RESULT adds the
+    sequential median and the median of the pairs' ratios, and the variant's own result is
+    what it is without the baseline (same heat and checksum, verified, same number of runs)."""
+    binary = kernel_builds[stack.name] / program
+    args = ['--n', '96', '--steps', '20', '--reps', '3']
+    for variant in ('nb', 'shm', 'hybrid'):
+        plain = mpirun(stack, 1, binary, '--variant', variant, *args)
+        paired = mpirun(stack, 1, binary, '--variant', variant, *args, '--baseline', 'yes')
+        assert plain.returncode == 0 and paired.returncode == 0, paired.stderr
+        alone, both = (kernel_records.parse(done.stdout) for done in (plain, paired))
+        ra, rb = alone['RESULT'][0], both['RESULT'][0]
+        assert 'seq_ratio' not in ra and 'seq_time_s' not in ra
+        assert alone['PASS'] == both['PASS'] == [{'validated': 96 * 96}]
+        assert (rb['total_heat'], rb['checksum']) == (ra['total_heat'], ra['checksum'])
+        assert rb['reps'] == 3 and rb['seq_time_s'] > 0 and rb['seq_ratio'] > 0
 
 
 @pytest.mark.parametrize('stack,kernel,program', CASES, ids=CASE_IDS)

@@ -20,7 +20,7 @@ static const char *usage =
     "                   (default 1); RESULT time_s is the median run, time_min_s and\n"
     "                   time_max_s the spread, reps how many ran\n"
     "  --target-seconds S  then repeat until the runs' times add up to S seconds\n"
-    "                   (default 0; at most 1000 runs)\n"
+    "                   (default 0; at most 1000 runs; with --baseline, the pairs' times)\n"
     "  --node-size K    hybrid only: emulate nodes of K consecutive ranks (K divides the\n"
     "                   rank count; the K ranks must share memory); default: the real\n"
     "                   MPI_COMM_TYPE_SHARED node. Neighbours in the same node are read\n"
@@ -32,11 +32,24 @@ static const char *usage =
     "                   the first difference fails with exit code 3. Needs 16 (N+2)^2\n"
     "                   bytes more on rank 0. no: RESULT says verified=0 and there is\n"
     "                   no PASS line\n"
+    "  --baseline yes|no  1 rank, a parallel variant: before each timed run of the variant,\n"
+    "                   one run of the sequential steps on private arrays (default no);\n"
+    "                   RESULT adds seq_time_s, the median sequential run, and seq_ratio,\n"
+    "                   the median over pairs of sequential/variant time: the speedup at 1\n"
+    "                   rank from one launch, whatever the machine did between launches\n"
     "  --inject-error   self-test: perturb one grid value of the last rank by 1e-6 after\n"
     "                   the run, so verification must fail with exit code 3\n"
     "  --help           this text\n"
     "Records: META; RESULT time_s step_us halo_share glups mem_GBps total_heat checksum\n"
-    "verify_s verified reps time_min_s time_max_s; PASS validated=<cells compared> when verified.\n";
+    "verify_s verified reps time_min_s time_max_s [seq_time_s seq_ratio with --baseline yes];\n"
+    "PASS validated=<cells compared> when verified.\n";
+
+static int yes_no(const char *option, const char *v)
+{
+    if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+        cc_usage_error("%s: '%s' is not yes or no", option, v);
+    return strcmp(v, "yes") == 0;
+}
 
 void parse_options(int argc, char **argv, struct options *o)
 {
@@ -63,9 +76,9 @@ void parse_options(int argc, char **argv, struct options *o)
         } else if ((v = cc_optval(argc, argv, &i, "--node-size"))) {
             o->node_size = (int)cc_parse_int("--node-size", v, 1, INT_MAX);
         } else if ((v = cc_optval(argc, argv, &i, "--verify"))) {
-            if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
-                cc_usage_error("--verify: '%s' is not yes or no", v);
-            o->verify = strcmp(v, "yes") == 0;
+            o->verify = yes_no("--verify", v);
+        } else if ((v = cc_optval(argc, argv, &i, "--baseline"))) {
+            o->baseline = yes_no("--baseline", v);
         } else if (strcmp(argv[i], "--inject-error") == 0) {
             o->inject = 1;
         } else {
@@ -76,6 +89,9 @@ void parse_options(int argc, char **argv, struct options *o)
         cc_usage_error("--inject-error needs verification: drop --verify no");
     if (o->variant == V_SEQ && cc_size() != 1)
         cc_usage_error("--variant seq needs 1 rank, got %d", cc_size());
+    if (o->baseline && (cc_size() != 1 || o->variant == V_SEQ))
+        cc_usage_error("--baseline yes needs 1 rank and a parallel variant (got %d rank(s), "
+                       "--variant %s)", cc_size(), variant_name[o->variant]);
     if (o->node_size && o->variant != V_HYBRID)
         cc_usage_error("--node-size applies to --variant hybrid only");
 }

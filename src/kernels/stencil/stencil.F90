@@ -31,6 +31,13 @@ program stencil
   real(real64) :: t0, th, thalo, share, time_s, updates, sums(2), verify_s
   real(real64) :: times(MAX_REPS)
   integer :: reps
+  ! --baseline: the sequential runs' own arrays, their times and each pair's ratio; which
+  ! variant, and whether the window, the run at hand uses
+  real(real64), pointer, contiguous :: b(:, :, :) => null(), par(:, :, :)
+  real(real64) :: seq_times(MAX_REPS), ratios(MAX_REPS)
+  character(len=:), allocatable :: run_variant
+  logical :: run_win
+  integer :: seq_cur
 
   call cc_init()
   rank = cc_rank()
@@ -38,14 +45,15 @@ program stencil
   call parse_options(o)
   n = o%n
   use_win = o%variant == 'shm' .or. o%variant == 'shmnc' .or. o%variant == 'hybrid'
+  run_variant = o%variant
+  run_win = use_win
 
   call setup_grid()
   call setup_storage()
   call print_header()
 
   call repeated_steps(times, reps, share)
-  time_s = times((reps + 1) / 2)
-  if (mod(reps, 2) == 0) time_s = (times(reps / 2) + times(reps / 2 + 1)) / 2
+  time_s = median(times(1:reps))
 
   if (o%inject .and. rank == nprocs - 1) a(bx, by, cur) = a(bx, by, cur) + 1.0e-6_real64
   sums = block_sums(a(:, :, cur))
@@ -115,9 +123,11 @@ contains
   ! a problem larger than the node's memory is a usage error.
   subroutine setup_storage()
     integer :: ierr
-    ! A node holds its ranks' blocks; rank 0 also the reference's two global arrays.
+    ! A node holds its ranks' blocks (and the baseline's, at 1 rank); rank 0 also the
+    ! reference's two global arrays.
     too_big = .false.
-    if (rank == 0) too_big = cc_exceeds_memory(16.0_real64 * (bx + 2) * (by + 2) * shared_size + &
+    if (rank == 0) too_big = cc_exceeds_memory(16.0_real64 * (bx + 2) * (by + 2) * &
+      (shared_size + merge(1, 0, o%baseline)) + &
       merge(16.0_real64 * real(n + 2, real64)**2, 0.0_real64, o%verify))
     call MPI_Bcast(too_big, 1, MPI_LOGICAL, 0, MPI_COMM_WORLD, ierr)
     call cc_check(ierr, 'MPI_Bcast')
@@ -131,6 +141,7 @@ contains
     else
       allocate(a(0:bx + 1, 0:by + 1, 0:1))
     end if
+    if (o%baseline) allocate(b(0:bx + 1, 0:by + 1, 0:1))
 
     ! A row (fixed i) is strided in Fortran's column-major storage; a column is contiguous.
     call MPI_Type_vector(by, 1, bx + 2, MPI_DOUBLE_PRECISION, row, ierr)
@@ -150,7 +161,9 @@ contains
         'mem_GBps = 16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour ' // &
         'loads assumed cached) * N*N*steps/time_s/1e9, comparable with STREAM copy''s 16 B/element; ' // &
         'verify_s = rank 0''s time to compute the independent sequential reference, receive every ' // &
-        'block and compare every cell (after the loop, not in time_s)'
+        'block and compare every cell (after the loop, not in time_s); with --baseline: ' // &
+        'seq_time_s = the median sequential run, each run just before one of the variant''s, ' // &
+        'seq_ratio = the median of each pair''s sequential/variant time'
       write(output_unit, '(a)') '# Fortran: one update subroutine on explicit-shape arrays for ' // &
         'every variant, so variants differ only in the exchange; shm/shmnc/hybrid map their own ' // &
         'and their neighbours'' window segments with c_f_pointer (the pointer-access cost itself ' // &
@@ -165,6 +178,10 @@ contains
 
   ! The RESULT record (rank 0): the median run and its spread, and PASS when verified.
   subroutine print_result()
+    character(len=:), allocatable :: baseline
+    baseline = ''
+    if (o%baseline) baseline = ' seq_time_s=' // cc_fixed(median(seq_times(1:reps)), 6) // &
+      ' seq_ratio=' // cc_fixed(median(ratios(1:reps)), 4)
     updates = real(n, real64) * real(n, real64) * real(o%steps, real64)
     write(output_unit, '(a)') 'RESULT time_s=' // cc_fixed(time_s, 6) // ' step_us=' // &
       cc_fixed(time_s / real(o%steps, real64) * 1.0e6_real64, 3) // ' halo_share=' // &
@@ -173,7 +190,7 @@ contains
       cc_g17(sums(1)) // ' checksum=' // cc_g17(sums(2)) // ' verify_s=' // &
       cc_fixed(verify_s, 3) // ' verified=' // cc_str(merge(1, 0, o%verify)) // ' reps=' // &
       cc_str(reps) // ' time_min_s=' // cc_fixed(times(1), 6) // ' time_max_s=' // &
-      cc_fixed(times(reps), 6)
+      cc_fixed(times(reps), 6) // baseline
     if (o%verify) write(output_unit, '(a)') 'PASS validated=' // cc_str(validated)
     flush(output_unit)
   end subroutine
@@ -188,6 +205,7 @@ contains
     else
       deallocate(a)
     end if
+    if (associated(b)) deallocate(b)
     if (o%variant == 'hybrid' .and. o%node_size > 0) then
       call MPI_Comm_free(node, ierr)
       call cc_check(ierr, 'MPI_Comm_free')
@@ -224,13 +242,13 @@ contains
     do t = 1, o%steps
       call add_sources(a(:, :, cur))
       th = MPI_Wtime()
-      select case (o%variant)
+      select case (run_variant)
       case ('sr', 'hybrid')
         call exchange_sr(a(:, :, cur), bx, by, sr_nbr, pi, pj, row)
       case ('nb')
         call exchange_nb(a(:, :, cur), bx, by, sr_nbr, row)
       end select
-      if (use_win) then
+      if (run_win) then
         call shm_fence(win, node)
         call halo_shm(a(:, :, cur), bx, by, peer, cur)
       end if
@@ -243,16 +261,20 @@ contains
 
   ! Runs of the steps until there are o%reps of them and their times (max over ranks, the
   ! same on every rank, so every rank stops together) add up to o%target_s; times(1:reps)
-  ! sorted; share is the largest halo share of any rank.
+  ! sorted; share is the largest halo share of any rank. With --baseline (1 rank), a
+  ! sequential run on its own arrays precedes each run: a pair, timed back to back, so their
+  ! ratio does not depend on what the machine did between launches.
   subroutine repeated_steps(times, reps, share)
     real(real64), intent(out) :: times(:), share
     integer, intent(out) :: reps
-    real(real64) :: tr, total, halo, loop
+    real(real64) :: tr, ts, total, halo, loop
     reps = 0
     total = 0
     halo = 0
     loop = 0
+    ts = 0
     do
+      if (o%baseline) ts = sequential_steps()
       tr = timed_steps()
       halo = halo + thalo
       loop = loop + tr
@@ -260,7 +282,9 @@ contains
       call cc_check(ierr, 'MPI_Allreduce')
       reps = reps + 1
       times(reps) = tr
-      total = total + tr
+      seq_times(reps) = ts
+      ratios(reps) = ts / tr
+      total = total + tr + ts      ! a launch lasts as long with a baseline as without
       if (reps >= size(times) .or. (reps >= o%reps .and. total >= o%target_s)) exit
     end do
     share = 0
@@ -268,7 +292,42 @@ contains
     call MPI_Allreduce(MPI_IN_PLACE, share, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
     call cc_check(ierr, 'MPI_Allreduce')
     call insertion_sort(times(1:reps))
+    call insertion_sort(seq_times(1:reps))
+    call insertion_sort(ratios(1:reps))
+    ! The baseline computed the variant's field, bit for bit (1 rank: one block, the same
+    ! sources and update), or the job fails: a ratio is only shown between runs of the same work.
+    if (o%baseline) then
+      if (any(block_sums(b(:, :, seq_cur)) /= block_sums(a(:, :, cur)))) &
+        call cc_validation_error('the baseline''s sequential run ended with another total ' // &
+                                 'heat or checksum than the variant''s')
+    end if
   end subroutine
+
+  ! One run of the sequential steps on the baseline's arrays (the whole grid at 1 rank, no
+  ! exchange, no window); the variant's arrays and result are left as they were.
+  function sequential_steps() result(ts)
+    real(real64) :: ts
+    integer :: kept
+    kept = cur
+    par => a
+    a => b
+    run_variant = 'seq'
+    run_win = .false.
+    ts = timed_steps()
+    seq_cur = cur
+    a => par
+    run_variant = o%variant
+    run_win = use_win
+    cur = kept
+  end function
+
+  ! The median of sorted values.
+  pure function median(x) result(m)
+    real(real64), intent(in) :: x(:)
+    real(real64) :: m
+    m = x((size(x) + 1) / 2)
+    if (mod(size(x), 2) == 0) m = (x(size(x) / 2) + x(size(x) / 2 + 1)) / 2
+  end function
 
   subroutine insertion_sort(x)
     real(real64), intent(inout) :: x(:)

@@ -95,6 +95,7 @@ static MPI_Comm node_comm(const struct options *o, MPI_Comm shared, int nprocs)
 /* Everything one timed run of the steps needs. */
 struct run {
     const struct options *o;
+    enum variant variant;  /* the options' variant; V_SEQ for the baseline's runs */
     const block_t *blk;
     double *base;      /* the two arrays, old first */
     size_t nd;
@@ -120,7 +121,7 @@ static double timed_steps(const struct run *r, double *thalo, int *cur)
 {
     const block_t *blk = r->blk;
     size_t nd = r->nd;
-    enum variant v = r->o->variant;
+    enum variant v = r->variant;
     CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     block_fill(blk, r->base);
     memset(r->base + nd, 0, nd * sizeof(double));
@@ -150,25 +151,70 @@ static double timed_steps(const struct run *r, double *thalo, int *cur)
     return MPI_Wtime() - t0;
 }
 
-/* Runs of the steps until there are o->reps of them and their times (max over ranks, the
- * same on every rank, so every rank stops together) add up to o->target_s. Sorted times go
- * to times[], the count is returned; *share is the largest halo share of any rank. */
-static int repeated_steps(const struct run *r, double *times, double *share, int *cur)
+/* The baseline's runs computed the variant's field, bit for bit (1 rank: one block, the same
+ * sources and update), or the job fails (exit 3): a ratio is only shown between runs that
+ * did the same work. */
+static void check_baseline(const struct run *r, int cur, const struct run *seq, int scur)
 {
-    int reps = 0;
+    double got[2], expected[2];
+    block_sums(seq->blk, seq->base + (size_t)scur * seq->nd, got);
+    block_sums(r->blk, r->base + (size_t)cur * r->nd, expected);
+    if (got[0] != expected[0] || got[1] != expected[1])
+        cc_validation_error("the baseline's sequential run ended with total heat %.17g and "
+                            "checksum %.17g, the variant's with %.17g and %.17g", got[0], got[1],
+                            expected[0], expected[1]);
+}
+
+/* The times of the runs (sorted), and with --baseline those of the sequential runs and of
+ * each pair's ratio sequential/variant. */
+struct timings {
+    int reps;
+    double share; /* the largest halo share of any rank */
+    double times[MAX_REPS], seq_times[MAX_REPS], ratios[MAX_REPS];
+};
+
+/* Runs of the steps until there are o->reps of them and their times (max over ranks, the
+ * same on every rank, so every rank stops together) add up to o->target_s. With a baseline
+ * (seq: 1 rank), a sequential run on its own arrays precedes each run: a pair, timed
+ * back to back, so their ratio does not depend on what the machine did between launches. */
+static void repeated_steps(const struct run *r, const struct run *seq, struct timings *tm,
+                           int *cur)
+{
+    int reps = 0, scur = 0;
     double total = 0.0, halo = 0.0, loop = 0.0;
     do {
-        double thalo, t = timed_steps(r, &thalo, cur);
+        double thalo, ts = 0.0;
+        if (seq)
+            ts = timed_steps(seq, &thalo, &scur);
+        double t = timed_steps(r, &thalo, cur);
         halo += thalo;
         loop += t;
         CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-        times[reps++] = t;
-        total += t;
+        tm->seq_times[reps] = ts;
+        tm->ratios[reps] = ts / t;
+        tm->times[reps++] = t;
+        total += t + ts; /* a launch lasts as long with a baseline as without */
     } while (reps < MAX_REPS && (reps < r->o->reps || total < r->o->target_s));
-    *share = loop > 0.0 ? halo / loop : 0.0;
-    CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, share, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    qsort(times, (size_t)reps, sizeof(double), cc_compare_doubles);
-    return reps;
+    tm->reps = reps;
+    tm->share = loop > 0.0 ? halo / loop : 0.0;
+    CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, &tm->share, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    qsort(tm->times, (size_t)reps, sizeof(double), cc_compare_doubles);
+    qsort(tm->seq_times, (size_t)reps, sizeof(double), cc_compare_doubles);
+    qsort(tm->ratios, (size_t)reps, sizeof(double), cc_compare_doubles);
+    if (seq)
+        check_baseline(r, *cur, seq, scur);
+}
+
+/* The sequential twin of a run, on arrays of its own (NULL without --baseline): the same
+ * block (the whole grid at 1 rank), no exchange, no window. */
+static struct run sequential_twin(const struct run *r)
+{
+    struct run seq = *r;
+    seq.variant = V_SEQ;
+    seq.windowed = 0;
+    seq.base = r->o->baseline ? cc_malloc(2 * r->nd * sizeof(double), "the baseline's grid")
+                              : NULL;
+    return seq;
 }
 
 /* The 2-D process grid (MPI_Dims_create); refuses an --n it cannot divide evenly. */
@@ -205,13 +251,14 @@ static int nodes(const struct options *o, int windowed, MPI_Comm *shared, int *s
     return node_size;
 }
 
-/* A node holds its ranks' blocks; rank 0 also the reference's two global arrays. */
+/* A node holds its ranks' blocks (and the baseline's, at 1 rank); rank 0 also the
+ * reference's two global arrays. */
 static void refuse_oversize(const struct options *o, size_t nd, int shared_size)
 {
     int n = o->n;
-    int too_big = cc_rank() == 0 && cc_exceeds_memory(16.0 * (double)nd * shared_size +
-                                                      (o->verify ? 16.0 * (n + 2.0) * (n + 2.0)
-                                                                 : 0.0));
+    double blocks = 16.0 * (double)nd * (shared_size + o->baseline);
+    double reference = o->verify ? 16.0 * (n + 2.0) * (n + 2.0) : 0.0;
+    int too_big = cc_rank() == 0 && cc_exceeds_memory(blocks + reference);
     CC_CHECK(MPI_Bcast(&too_big, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (too_big)
         cc_usage_error("--n %d needs more memory than this node has%s", n,
@@ -243,22 +290,34 @@ static void print_header(void)
            "16 B/update (one 8-byte load of aold, one 8-byte store of anew; neighbour loads "
            "assumed cached) * N*N*steps/time_s/1e9, comparable with STREAM copy's 16 B/element; "
            "verify_s = rank 0's time to compute the independent sequential reference, receive "
-           "every block and compare every cell (after the loop, not in time_s)\n");
+           "every block and compare every cell (after the loop, not in time_s); with "
+           "--baseline: seq_time_s = the median sequential run, each run just before one of "
+           "the variant's, seq_ratio = the median of each pair's sequential/variant time\n");
     fflush(stdout);
 }
 
-/* Rank 0: the median run's rates, the field's sums, and PASS when every cell was verified. */
-static void report(const struct options *o, const double *times, int reps, double share,
-                   const double sums[2], double verify_s, long long validated)
+static double median(const double *sorted, int n)
 {
-    double time_s = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2.0;
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+}
+
+/* Rank 0: the median run's rates, the field's sums, and PASS when every cell was verified. */
+static void report(const struct options *o, const struct timings *tm, const double sums[2],
+                   double verify_s, long long validated)
+{
+    int reps = tm->reps;
+    double time_s = median(tm->times, reps);
     double updates = (double)o->n * o->n * o->steps;
     printf("RESULT time_s=%.6f step_us=%.3f halo_share=%.4f glups=%.4f mem_GBps=%.3f "
            "total_heat=%.17g checksum=%.17g verify_s=%.3f verified=%d reps=%d "
-           "time_min_s=%.6f time_max_s=%.6f\n",
-           time_s, time_s / o->steps * 1e6, share, updates / time_s / 1e9,
+           "time_min_s=%.6f time_max_s=%.6f",
+           time_s, time_s / o->steps * 1e6, tm->share, updates / time_s / 1e9,
            16.0 * updates / time_s / 1e9, sums[0], sums[1], verify_s, o->verify, reps,
-           times[0], times[reps - 1]);
+           tm->times[0], tm->times[reps - 1]);
+    if (o->baseline)
+        printf(" seq_time_s=%.6f seq_ratio=%.4f", median(tm->seq_times, reps),
+               median(tm->ratios, reps));
+    printf("\n");
     if (o->verify)
         printf("PASS validated=%lld\n", validated);
     fflush(stdout);
@@ -301,10 +360,13 @@ int main(int argc, char **argv)
                   "min_reps=%d target_s=%g", variant_name[o.variant], n, steps, px, py, node_size,
                   o.verify ? "yes" : "no", o.reps, o.target_s);
 
-    struct run run = {.o = &o, .blk = &blk, .base = base, .nd = nd, .windowed = windowed,
-                      .pi = pi, .pj = pj, .sr_nbr = sr_nbr, .column = column, .shm = &shm};
-    double *times = cc_malloc(MAX_REPS * sizeof(double), "the run times"), share;
-    int cur, reps = repeated_steps(&run, times, &share, &cur);
+    struct run run = {.o = &o, .variant = o.variant, .blk = &blk, .base = base, .nd = nd,
+                      .windowed = windowed, .pi = pi, .pj = pj, .sr_nbr = sr_nbr,
+                      .column = column, .shm = &shm};
+    struct run seq = sequential_twin(&run);
+    struct timings *tm = cc_malloc(sizeof *tm, "the run times");
+    int cur;
+    repeated_steps(&run, seq.base ? &seq : NULL, tm, &cur);
     double *result = base + cur * nd;
 
     if (o.inject && rank == nprocs - 1)
@@ -322,9 +384,10 @@ int main(int argc, char **argv)
     CC_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
     if (rank == 0)
-        report(&o, times, reps, share, sums, verify_s, validated);
+        report(&o, tm, sums, verify_s, validated);
 
-    free(times);
+    free(tm);
+    free(seq.base);
     CC_CHECK(MPI_Type_free(&column));
     if (windowed)
         shm_free(&shm);

@@ -14,6 +14,7 @@ struct options {
     int n, steps, node_size, verify, inject;
     int reps;              /* at least this many timed runs of the steps */
     double target_s;       /* and more until their times add up to this */
+    int baseline;          /* 1 rank: a sequential run before each run of the variant */
 };
 
 /* Timed runs of the steps are repeated up to this many times at most. */

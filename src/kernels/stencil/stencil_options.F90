@@ -14,6 +14,7 @@ module stencil_options
     integer :: n = 480, node_size = 0
     integer(int64) :: steps = 100
     logical :: verify = .true., inject = .false.
+    logical :: baseline = .false.        ! 1 rank: a sequential run before each run
     integer :: reps = 1                  ! at least this many timed runs of the steps
     real(real64) :: target_s = 0         ! and more until their times add up to this
   end type
@@ -22,7 +23,7 @@ contains
 
   subroutine parse_options(o)
     type(options), intent(out) :: o
-    character(len=:), allocatable :: arg, text
+    character(len=:), allocatable :: arg
     integer :: i
     o%variant = 'sr'
     i = 1
@@ -51,10 +52,9 @@ contains
         o%node_size = int(cc_parse_int('--node-size', cc_next_value(i), 1_int64, &
                                        int(huge(0), int64)))
       case ('--verify')
-        text = cc_next_value(i)
-        if (text /= 'yes' .and. text /= 'no') &
-          call cc_usage_error("--verify: '" // text // "' is not yes or no")
-        o%verify = text == 'yes'
+        o%verify = yes_no('--verify', cc_next_value(i))
+      case ('--baseline')
+        o%baseline = yes_no('--baseline', cc_next_value(i))
       case ('--inject-error')
         o%inject = .true.
       case default
@@ -66,9 +66,19 @@ contains
       call cc_usage_error('--inject-error needs verification: drop --verify no')
     if (o%variant == 'seq' .and. cc_size() /= 1) &
       call cc_usage_error('--variant seq needs 1 rank, got ' // cc_str(cc_size()))
+    if (o%baseline .and. (cc_size() /= 1 .or. o%variant == 'seq')) &
+      call cc_usage_error('--baseline yes needs 1 rank and a parallel variant (got ' // &
+                          cc_str(cc_size()) // ' rank(s), --variant ' // o%variant // ')')
     if (o%node_size > 0 .and. o%variant /= 'hybrid') &
       call cc_usage_error('--node-size applies to --variant hybrid only')
   end subroutine
+
+  logical function yes_no(option, text)
+    character(len=*), intent(in) :: option, text
+    if (text /= 'yes' .and. text /= 'no') &
+      call cc_usage_error(option // ": '" // text // "' is not yes or no")
+    yes_no = text == 'yes'
+  end function
 
   subroutine print_usage()
     write(output_unit, '(a)') 'usage: stencil-f [options]', &
@@ -88,7 +98,7 @@ contains
       '                   (default 1); RESULT time_s is the median run, time_min_s and', &
       '                   time_max_s the spread, reps how many ran', &
       '  --target-seconds S  then repeat until the runs'' times add up to S seconds', &
-      '                   (default 0; at most 1000 runs)', &
+      '                   (default 0; at most 1000 runs; with --baseline, the pairs'' times)', &
       '  --node-size K    hybrid only: emulate nodes of K consecutive ranks (K divides the', &
       '                   rank count; the K ranks must share memory); default: the real', &
       '                   MPI_COMM_TYPE_SHARED node', &
@@ -98,12 +108,18 @@ contains
       '                   the first difference fails with exit code 3. Needs 16 (N+2)^2', &
       '                   bytes more on rank 0. no: RESULT says verified=0 and there is', &
       '                   no PASS line', &
+      '  --baseline yes|no  1 rank, a parallel variant: before each timed run of the', &
+      '                   variant, one run of the sequential steps on private arrays', &
+      '                   (default no); RESULT adds seq_time_s, the median sequential run,', &
+      '                   and seq_ratio, the median over pairs of sequential/variant time:', &
+      '                   the speedup at 1 rank from one launch, whatever the machine did', &
+      '                   between launches', &
       '  --inject-error   self-test: perturb one grid value of the last rank by 1e-6 after', &
       '                   the run, so verification must fail with exit code 3', &
       '  --help           this text', &
       'Records: META; RESULT time_s step_us halo_share glups mem_GBps total_heat checksum', &
-      'verify_s verified reps time_min_s time_max_s; PASS validated=<cells compared> when', &
-      'verified.'
+      'verify_s verified reps time_min_s time_max_s [seq_time_s seq_ratio with --baseline', &
+      'yes]; PASS validated=<cells compared> when verified.'
   end subroutine
 
 end module stencil_options
