@@ -207,23 +207,6 @@ def history(sessions: list[Session], keys=None, settings: Settings = Settings())
     return chosen, detect_all(sorted(chosen.items()), settings)
 
 
-def points(samples: Iterable[Sample], when: dict[str, str]) -> list[Point]:
-    """One variable's samples (ordered by session) as one point per session (oversubscribed
-    runs left out); ``when`` gives each session's start text."""
-    out: list[Point] = []
-    mine: list[Sample] = []
-    for s in samples:
-        if s.oversubscribed or s.value <= 0:
-            continue
-        if mine and s.session != mine[0].session:
-            out.append(point(mine[0].session, when.get(mine[0].session, ''), mine))
-            mine = []
-        mine.append(s)
-    if mine:
-        out.append(point(mine[0].session, when.get(mine[0].session, ''), mine))
-    return out
-
-
 def indexed_points(launches: Iterable[tuple[str, list[float], str, list[tuple]]],
                    when: dict[str, str]) -> list[Point]:
     """One variable's points from the sample index's measured launches, a session at a
