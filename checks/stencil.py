@@ -83,7 +83,7 @@ class RepeatedRuns(rfm.RegressionTestPlugin):
     Oversubscribed runs (more ranks than cores: time-slicing decides, never gated) run once."""
 
     #: Timed runs of the steps, at least (kernel option ``--reps``).
-    #: :type: int  :default: the check's, from its experiment (3)
+    #: :type: int  :default: the check's, from its experiment (Stencil 7, sequential 3)
     min_reps = variable(int)
 
     #: More runs until their times add up to this many seconds (``--target-seconds``).
@@ -115,7 +115,7 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
     #: Time steps per run (``--steps``).
     #:
     #: :type: :class:`int`
-    #: :default: the experiment's (50)
+    #: :default: the experiment's (20)
     steps = variable(int, value=experiments.default('StencilSequential', 'steps'))
     min_reps = experiments.default('StencilSequential', 'min_reps')
     target_seconds = experiments.default('StencilSequential', 'target_seconds')
@@ -157,7 +157,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
     max_ranks = variable(int, value=experiments.default('Stencil', 'max_ranks'))
     #: :type: :class:`int`  :default: the experiment's (1920, as the sequential run's)
     n = variable(int, value=experiments.default('Stencil', 'n'))
-    #: :type: :class:`int`  :default: the experiment's (50)
+    #: :type: :class:`int`  :default: the experiment's (20)
     steps = variable(int, value=experiments.default('Stencil', 'steps'))
     min_reps = experiments.default('Stencil', 'min_reps')
     target_seconds = experiments.default('Stencil', 'target_seconds')

@@ -276,15 +276,17 @@ def test_history_finds_the_planted_change_points_and_no_others(tmp_path, report)
 def test_history_over_the_index_equals_history_over_every_session(tmp_path, report):
     db, _ = make(tmp_path, report, 40, repeat=2)
     streamed = run_history(db, tmp_path, '--all')
-    series, points = trend.history(store.read_db(db))
+    sessions = store.read_db(db)
     keys = {tuple(s['key']) for s in streamed['series']}
-    assert keys == {k for k, pts in series.items()
+    assert keys == {k for k, pts in trend.series(sessions).items()
                     if selection.keep_key(k, pts[0].unit, True)}
+    series, points = trend.history(sessions, keys)      # the same variables judged together
     for row in streamed['series']:
         assert [p['value'] for p in row['points']] == [p.value for p in
                                                        series[tuple(row['key'])]]
-    assert sorted(json.dumps(cp, sort_keys=True) for cp in streamed['change_points']) == sorted(
-        json.dumps(cp.as_dict(), sort_keys=True) for cp in points if cp.key in keys)
+    assert points and sorted(json.dumps(cp, sort_keys=True)
+                             for cp in streamed['change_points']) == sorted(
+        json.dumps(cp.as_dict(), sort_keys=True) for cp in points)
 
 
 def test_history_selections(tmp_path, report, capsys):
@@ -532,3 +534,5 @@ def test_baseline_decoded_in_worker_processes_is_the_serial_one(tmp_path, report
         assert len(index.sessions()) == 0                     # baseline never extends it
     finally:
         index.close()
+
+

@@ -180,13 +180,18 @@ def _needed(n: int, change: float, low: float, high: float, threshold: float,
     return min(settings.max_needed + 1, max(n + 1, math.ceil(n * (half / margin) ** 2)))
 
 
-def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()) -> Outcome:
-    """The three-outcome comparison of one quantity (see the module's docstring)."""
+def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings(),
+          between: float | None = None) -> Outcome:
+    """The three-outcome comparison of one quantity (see the module's docstring).
+    ``between``: the spread of session medians (log), where more sessions than the baseline's
+    tell it (a long series: :mod:`commcheck.analysis.trend`); else from the baseline's."""
     level = 1 - settings.alpha / max(m, 1)
     change = statistics.median(new.values) - statistics.median(base.values)
-    low, high = _boot_interval(base.values, new.values, level, settings)
+    # sorted: the same launches give the same interval in whatever order they were read
+    low, high = _boot_interval(sorted(base.values), sorted(new.values), level, settings)
     medians = base.by_session()
-    between = robust.sigma(medians) if len(medians) >= settings.min_sessions else None
+    if between is None and len(medians) >= settings.min_sessions:
+        between = robust.sigma(medians)
     threshold = settings.threshold(between, robust.sigma(base.values))
     n = min(len(base.values), len(new.values))
     if between is not None:
@@ -203,16 +208,25 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
                       p=_rank_p(base.values, new.values))
         rank_n = _min_rank_launches(1 - level)
         rank_ok = out.p < 1 - level
-    if low > threshold and rank_ok:
-        out.outcome = WORSE
-    elif high < -threshold and rank_ok:
-        out.outcome = BETTER
-    elif -threshold < low and high < threshold:
-        out.outcome = SAME
-    else:
+    out.outcome = decide(low, high, threshold, rank_ok)
+    if out.outcome == UNKNOWN:
         need = _needed(n, change, low, high, threshold, settings)
         out.needed = None if need is None else max(need, rank_n)
     return out
+
+
+def decide(low: float, high: float, threshold: float, rank_ok: bool = True) -> str:
+    """The gate's rule, on an interval (``low``, ``high``) of the change (log, worse up):
+    WORSE or BETTER when it lies wholly beyond the threshold (and the rank test agrees, where
+    launches are the unit), SAME when wholly inside it, else UNKNOWN. ``compare`` (through
+    :func:`judge`), ``history``'s and the report's change points use it and nothing else."""
+    if low > threshold and rank_ok:
+        return WORSE
+    if high < -threshold and rank_ok:
+        return BETTER
+    if -threshold < low and high < threshold:
+        return SAME
+    return UNKNOWN
 
 
 def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:

@@ -3,11 +3,13 @@
 Per variable, the stored sessions form a series (the median of each session's launches). Change
 points are proposed by PELT (ruptures' least-squares model, on the log of the values scaled by a
 robust noise estimate, BIC-like penalty; computed here for many variables at once, the same
-breakpoints as ruptures); each candidate is then kept only if it is real and
-large by the gate's own rules: the launches after it differ from the launches before it by a
-Mann-Whitney U test (p < alpha) and by more than ``min_effect`` in median. A kept change point
-names the session where the shift started, its size, and the provenance fields that changed
-there (e.g. ``mpi_version 4.1.4 -> 5.0.11``).
+breakpoints as ruptures); each candidate is then kept only where the gate's own rule
+(:func:`commcheck.analysis.gate.judge`, its threshold and intervals, Bonferroni over the
+variables searched together) calls the :data:`WINDOW` sessions after it different from the
+:data:`WINDOW` sessions before it: the question ``commcheck compare`` would have answered at
+that session with those baselines. A kept change point names the session where the shift
+started, its size with the interval, and the provenance fields that changed there (e.g.
+``mpi_version 4.1.4 -> 5.0.11``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from commcheck import experiments
-from commcheck.analysis import robust
+from commcheck.analysis import gate, robust
 from commcheck.analysis.gate import Settings, setup_changes
 from commcheck.forks import cores, fork_map
 from commcheck.results.store import Sample, SampleKey, Session
 
-TREND_MIN_EFFECT = 0.20     #: smallest shift of the median a change point must show
+#: Sessions a side of a proposed change point that the gate's rule judges: the baseline a
+#: ``commcheck baseline --last 20`` would hold, and a bounded cost per judgement on any history.
+WINDOW = 20
 
 
 @dataclasses.dataclass
@@ -61,9 +65,10 @@ class ChangePoint:
     at: int                     # index of the first session after the shift
     session: str
     when: str
-    before: float
+    before: float               # the judged medians: of session medians, or of launches
     after: float
-    p: float
+    judged: gate.Outcome        # the gate's judgement of the windows, on log values x ``up``
+    up: int                     # -1 where higher is better (so that worse is up), else 1
     worse: bool | None
     provenance_changes: dict
 
@@ -71,10 +76,23 @@ class ChangePoint:
     def change(self) -> float:
         return self.after / self.before - 1
 
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The gate's interval of :attr:`change`, as fractions in the value's own direction."""
+        low, high = sorted((self.up * self.judged.low, self.up * self.judged.high))
+        return math.expm1(low), math.expm1(high)
+
+    @property
+    def p(self) -> float | None:
+        """The rank test's p-value, where launches were the unit."""
+        return self.judged.p
+
     def as_dict(self) -> dict:
         return {'key': list(self.key), 'session': self.session, 'when': self.when,
                 'before': self.before, 'after': self.after, 'change': self.change,
-                'p': self.p, 'worse': self.worse,
+                'ci_low': self.interval[0], 'ci_high': self.interval[1],
+                'threshold': math.expm1(self.judged.threshold), 'level': self.judged.level,
+                'outcome': self.judged.outcome, 'p': self.p, 'worse': self.worse,
                 'provenance_changes': {k: list(v) for k, v in self.provenance_changes.items()}}
 
 
@@ -132,6 +150,14 @@ def pelt_l2_many(signals: list, pen: float) -> list[list[int]]:
     return out
 
 
+def spread(logs) -> float:
+    """The robust spread of a series of session values (log) from session to session, from
+    successive differences (their sigma is sqrt(2) x the series'; about 0, as a steady series'
+    differences are), so a shift or a slow drift does not inflate it."""
+    diffs = np.diff(np.asarray(logs, float))
+    return robust.sigma(diffs, 0.0) / math.sqrt(2) if len(diffs) else 0.0
+
+
 def candidates(series: list[list[float]]) -> list[list[int]]:
     """Per series of session values, where PELT proposes a shift: on the log of the values
     scaled by a robust noise estimate, with a BIC-like penalty; series of one length are
@@ -139,9 +165,7 @@ def candidates(series: list[list[float]]) -> list[list[int]]:
     scaled, by_length = [], {}
     for i, values in enumerate(series):
         signal = np.log(np.asarray(values, float))
-        diffs = np.diff(signal)
-        # a step's noise from successive differences (their sigma is sqrt(2) x the series')
-        noise = robust.sigma(diffs) / math.sqrt(2) if len(diffs) else 0
+        noise = spread(signal)
         scale = noise if noise > 1e-12 else (np.std(signal) or 1.0)
         scaled.append(signal / scale)
         by_length.setdefault(len(values), []).append(i)
@@ -156,55 +180,68 @@ def candidates(series: list[list[float]]) -> list[list[int]]:
 MIN_POINTS = 4              #: sessions a series needs before change points are searched
 
 
+def _judged(points: list[Point], up: int) -> gate.Series:
+    """The points' launches as the gate judges them: log values, ``up`` (1 or -1) worse up."""
+    return gate.Series([up * math.log(v) for p in points for v in p.values],
+                       [p.session for p in points for _ in p.values])
+
+
+def _medians(points: list[Point], level: str) -> float:
+    """The median the gate judged: of the session medians, or of the launches."""
+    if level == 'sessions':
+        return statistics.median(p.value for p in points)
+    return statistics.median(v for p in points for v in p.values)
+
+
 def detect(points: list[Point], key: SampleKey | tuple, settings: Settings = Settings(),
-           proposed: list[int] | None = None) -> list[ChangePoint]:
+           proposed: list[int] | None = None, m: int = 1) -> list[ChangePoint]:
     """The change points of one variable's series: each cut PELT proposes (``proposed``,
-    when :func:`candidates` already gave them) kept if real and large enough."""
+    when :func:`candidates` already gave them) kept where :func:`gate.judge` calls the
+    sessions after it (at most :data:`WINDOW`, up to the next cut) worse or better than those
+    before it (at most :data:`WINDOW`, from the last kept change point), ``m`` the variables
+    judged together; the spread between sessions is the whole series' (:func:`spread`), not
+    that of the few sessions a window may hold."""
     if len(points) < MIN_POINTS:
         return []
     key = SampleKey._make(key)
-    from scipy import stats  # here: a second to import; compare reads trends rarely
-    found, start = [], 0
-    # The gate derives its threshold per comparison; change points keep a fixed one.
-    min_effect = TREND_MIN_EFFECT if settings.min_effect is None else settings.min_effect
+    direction = experiments.direction(key.check, key.variable, points[0].unit)
+    up = -1 if direction == experiments.HIGHER_IS_BETTER else 1
     if proposed is None:
         proposed = candidates([[p.value for p in points]])[0]
+    found, start = [], 0
+    between = spread([math.log(p.value) for p in points])
     bounds = proposed + [len(points)]
     for cut, end in zip(bounds, bounds[1:]):
-        before = [v for p in points[start:cut] for v in p.values]
-        after = [v for p in points[cut:end] for v in p.values]
-        b_med, a_med = statistics.median(before), statistics.median(after)
-        ratio = a_med / b_med
-        if abs(math.log(ratio)) <= math.log(1 + min_effect):
-            continue            # too small to report: no need of the (costlier) rank test
-        p = float(stats.mannwhitneyu(after, before, alternative='two-sided').pvalue)
-        if p < settings.alpha:
-            direction = experiments.direction(key.check, key.variable, points[start].unit)
-            worse = None if direction is None else (
-                ratio > 1 if direction == experiments.LOWER_IS_BETTER else ratio < 1)
-            found.append(ChangePoint(
-                key=key, at=cut, session=points[cut].session, when=points[cut].when,
-                before=b_med, after=a_med, p=p, worse=worse,
-                provenance_changes=setup_changes(points[cut - 1].provenances,
-                                                 points[cut].provenances)))
-            start = cut
+        before = points[max(start, cut - WINDOW):cut]
+        after = points[cut:min(end, cut + WINDOW)]
+        judged = gate.judge(_judged(before, up), _judged(after, up), m, settings, between)
+        if judged.outcome not in (gate.WORSE, gate.BETTER):
+            continue
+        found.append(ChangePoint(
+            key=key, at=cut, session=points[cut].session, when=points[cut].when,
+            before=_medians(before, judged.level), after=_medians(after, judged.level),
+            judged=judged, up=up,
+            worse=None if direction is None else judged.outcome == gate.WORSE,
+            provenance_changes=setup_changes(points[cut - 1].provenances,
+                                             points[cut].provenances)))
+        start = cut
     return found
 
 
-def detect_all(groups: Iterable[tuple[tuple, list[Point]]],
-               settings: Settings = Settings()) -> list[ChangePoint]:
+def detect_all(groups: Iterable[tuple[tuple, list[Point]]], settings: Settings = Settings(),
+               m: int = 1) -> list[ChangePoint]:
     """:func:`detect` of several variables, their PELT proposals computed together."""
     searchable = [(key, pts) for key, pts in groups if len(pts) >= MIN_POINTS]
     proposals = candidates([[p.value for p in pts] for _, pts in searchable])
     return [cp for (key, pts), proposed in zip(searchable, proposals)
-            for cp in detect(pts, key, settings, proposed)]
+            for cp in detect(pts, key, settings, proposed, m)]
 
 
 def history(sessions: list[Session], keys=None, settings: Settings = Settings()):
     """(series, change points) for every variable, or those in ``keys``."""
     all_series = series(sessions)
     chosen = {k: v for k, v in all_series.items() if keys is None or k in keys}
-    return chosen, detect_all(sorted(chosen.items()), settings)
+    return chosen, detect_all(sorted(chosen.items()), settings, len(chosen))
 
 
 def indexed_points(launches: Iterable[tuple[str, list[float], str, list[tuple]]],
@@ -243,14 +280,16 @@ def search(keys: Iterable[tuple], run: Callable[[list[tuple]], Found]) -> Found:
 STREAM_BATCH = 64
 
 
-def stream(groups: Iterable[tuple[tuple, list[Point]]], settings: Settings = Settings()):
+def stream(groups: Iterable[tuple[tuple, list[Point]]], m: int,
+           settings: Settings = Settings()):
     """(series, change points) from the variables' points as they come (e.g. read from
     :mod:`commcheck.results.sample_index`): at most :data:`STREAM_BATCH` variables keep their
-    launches in memory, the others only their session values."""
+    launches in memory, the others only their session values; ``m``: the variables searched
+    together (of which these may be a part)."""
     chosen, found, batch = {}, [], []
 
     def flush():
-        found.extend(detect_all(batch, settings))
+        found.extend(detect_all(batch, settings, m))
         for key, pts in batch:
             chosen[key] = [p.compact() for p in pts]
         batch.clear()

@@ -41,13 +41,14 @@ def _search(index: sample_index.SampleIndex, sessions: list, everything: bool, p
     """(series, change points) of each variable the selection keeps, one variable at a time
     (in a process per core on a long history, each through its own connection)."""
     when = {s.uuid: s.when for s in sessions}
-    keys = {key for key, unit in index.keys(sessions) if keep_key(key, unit, everything)
+    keys = {key for key, unit in index.keys(sessions, measured=True)
+            if keep_key(key, unit, everything)
             and (pattern is None or pattern.search(' '.join(key[2:])))}
 
     def run(part: list[tuple]):
         with index.reopened() as mine:
-            return trend.stream((key, trend.indexed_points(mine.launches(key, sessions), when))
-                                for key in part)
+            return trend.stream(((key, trend.indexed_points(mine.launches(key, sessions), when))
+                                 for key in part), len(keys))
     return trend.search(keys, run)
 
 
@@ -74,7 +75,8 @@ def _history(args) -> int:
         by_key.setdefault(cp.key, []).append(cp)
     for key, pts in sorted(series.items()):
         cps = '; '.join(
-            f"{cp.change:+.0%} from {cp.session[:8]} ({cp.when[:16]})"
+            f"{cp.change:+.0%} [{cp.interval[0]:+.0%}, {cp.interval[1]:+.0%}] from "
+            f"{cp.session[:8]} ({cp.when[:16]})"
             + (f": {', '.join(f'{k} {a} -> {b}' for k, (a, b) in cp.provenance_changes.items())}"
                if cp.provenance_changes else '')
             for cp in by_key.get(key, []))

@@ -235,15 +235,21 @@ class SampleIndex:
         wanted = None if chosen is None else {s.uuid for s in chosen}
         return [Indexed(u, t, w or '') for u, t, w in rows if wanted is None or u in wanted]
 
-    def keys(self, chosen: Iterable[Indexed] | None = None) -> list[tuple[SampleKey, str]]:
-        """(key, unit) of every variable measured (in the chosen sessions), sorted by key."""
-        sql = 'SELECT system, partition, environ, test, variable, unit FROM keys'
+    def keys(self, chosen: Iterable[Indexed] | None = None, measured: bool = False
+             ) -> list[tuple[SampleKey, str]]:
+        """(key, unit) of every variable stored (in the chosen sessions), sorted by key;
+        ``measured``: only those with a launch that :meth:`launches` gives (not
+        oversubscribed, value > 0)."""
+        where = ['x.oversubscribed = 0 AND x.value > 0'] if measured else []
         params: list = []
         uuids = None if chosen is None else [s.uuid for s in chosen]
         if uuids is not None and len(uuids) < len(self.sessions()):
-            sql += (' WHERE id IN (SELECT DISTINCT x.key FROM samples x JOIN sessions s ON '
-                    f'x.session = s.id WHERE s.uuid IN ({",".join("?" * len(uuids))}))')
+            where.append(f's.uuid IN ({",".join("?" * len(uuids))})')
             params = uuids
+        sql = 'SELECT system, partition, environ, test, variable, unit FROM keys k'
+        if where:
+            sql += (' WHERE EXISTS (SELECT 1 FROM samples x JOIN sessions s ON x.session = s.id'
+                    f' WHERE x.key = k.id AND {" AND ".join(where)})')
         return sorted((SampleKey(*r[:5]), r[5]) for r in self._query(sql, params))
 
     def launches(self, key: tuple, chosen: Iterable[Indexed] | None = None

@@ -64,7 +64,7 @@ def _trends(ctx: Context, sessions: list, keys: set):
     def run(part: list[tuple]):
         with ctx.history.reopened() as mine:
             return trend.stream(_series(dataclasses.replace(ctx, history=mine), sessions,
-                                        set(part)))
+                                        set(part)), len(keys))
     return trend.search(keys, run)
 
 
