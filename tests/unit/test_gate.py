@@ -6,6 +6,7 @@ too few launches decide nothing), not about this machine's speed.
 """
 
 import json
+import math
 from collections import Counter
 
 import numpy as np
@@ -343,6 +344,31 @@ def test_change_point_found_where_the_shift_started_with_what_changed():
     assert cp.provenance_changes['mpi_version'] == ('4.1.4', '5.0.6')
     flat = [session(f's{i}', {KEY: noisy(3, 0.5, seed=i)}, t0=i) for i in range(10)]
     assert trend.history(flat)[1] == []
+
+
+def test_a_change_point_is_kept_by_the_gates_rule_on_the_windows_around_it():
+    """A shift the gate calls worse is a change point, with the gate's interval; a noisy
+    stretch of the same size, which the gate cannot tell from the series' own spread, is not."""
+    def series_of(medians, spread, seed=0):
+        return [session(f's{i:02d}', {KEY: noisy(4, m, spread, seed=seed + i)}, t0=i)
+                for i, m in enumerate(medians)]
+    shifted = series_of([0.5] * 12 + [0.56] * 12, 0.005)          # +12 %, 0.5 % noise
+    _, (cp,) = trend.history(shifted)
+    assert cp.session == 's12' and cp.worse and cp.judged.outcome == gate.WORSE
+    low, high = cp.interval
+    assert low > math.expm1(cp.judged.threshold) and low < cp.change < high
+    wobbly = [0.5 * math.exp(d) for d in np.random.default_rng(3).normal(0, 0.12, 24)]
+    assert trend.history(series_of(wobbly, 0.005))[1] == []   # 12 % session to session
+
+
+def test_the_series_spread_is_not_inflated_by_a_step_or_a_drift():
+    rng = np.random.default_rng(5)
+    noise = rng.normal(0, 0.03, 200)
+    steady = trend.spread(noise)
+    assert 0.025 < steady < 0.035
+    assert trend.spread(noise + np.r_[np.zeros(100), np.full(100, 0.4)]) == pytest.approx(
+        steady, rel=0.1)
+    assert trend.spread(noise + np.linspace(0, 0.5, 200)) == pytest.approx(steady, rel=0.15)
 
 
 def test_samples_group_by_variable():
