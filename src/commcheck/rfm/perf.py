@@ -93,12 +93,19 @@ def sweep_variables(check, field: str, name: str, unit: str) -> dict:
             for s in sizes}
 
 
+def kernel_runs(check, kernel: str) -> list[dict[str, list[dict]]]:
+    """The records of each run of one kernel in a job that ran several (``META
+    kernel=<kernel>``), in order; at least one."""
+    runs = [run for run in kernel_records.split_runs(job_output(check))
+            if run['META'] and run['META'][0].get('kernel') == kernel]
+    if not runs:
+        raise kernel_records.RecordError(f'no output of kernel {kernel!r} in {check.stdout}')
+    return runs
+
+
 def kernel_run(check, kernel: str) -> dict[str, list[dict]]:
-    """The records of one kernel's run in a job that ran several (``META kernel=<kernel>``)."""
-    for run in kernel_records.split_runs(job_output(check)):
-        if run['META'] and run['META'][0].get('kernel') == kernel:
-            return run
-    raise kernel_records.RecordError(f'no output of kernel {kernel!r} in {check.stdout}')
+    """The records of one kernel's (first) run in a job that ran several."""
+    return kernel_runs(check, kernel)[0]
 
 
 def data_records(check) -> list[dict]:
