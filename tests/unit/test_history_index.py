@@ -534,5 +534,3 @@ def test_baseline_decoded_in_worker_processes_is_the_serial_one(tmp_path, report
         assert len(index.sessions()) == 0                     # baseline never extends it
     finally:
         index.close()
-
-

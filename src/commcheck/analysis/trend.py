@@ -23,7 +23,7 @@ import numpy as np
 
 from commcheck import experiments
 from commcheck.analysis import gate, robust
-from commcheck.analysis.gate import Settings, setup_changes
+from commcheck.analysis.gate import Settings
 from commcheck.forks import cores, fork_map
 from commcheck.results.store import Sample, SampleKey, Session
 
@@ -222,8 +222,8 @@ def detect(points: list[Point], key: SampleKey | tuple, settings: Settings = Set
             before=_medians(before, judged.level), after=_medians(after, judged.level),
             judged=judged, up=up,
             worse=None if direction is None else judged.outcome == gate.WORSE,
-            provenance_changes=setup_changes(points[cut - 1].provenances,
-                                             points[cut].provenances)))
+            provenance_changes=gate.setup_changes(points[cut - 1].provenances,
+                                                  points[cut].provenances)))
         start = cut
     return found
 
