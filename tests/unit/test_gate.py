@@ -138,6 +138,28 @@ def test_a_moved_floor_is_named_beside_the_variables_of_its_launches_that_cannot
     assert other_stack.note == ''
 
 
+def test_an_mpi_regression_whose_floor_held_names_another_floor_that_moved():
+    """Intel MPI's 1 MiB on a VM whose 8 B floor rose 4x in the same launches: the verdict
+    stays the rule's (MPI regressed), and the note says the machine changed beside it; an
+    MPI regressed of other launches, or with nothing else moved, gets no note."""
+    moved = gate.Outcome(gate.WORSE, 1.4, 1.2, 1.6, 0.05, 'sessions')
+    held = gate.Outcome(gate.SAME, 0.0, -0.03, 0.03, 0.05, 'sessions')
+    worse = gate.Outcome(gate.WORSE, 2.5, 2.3, 2.7, 0.05, 'sessions')
+
+    def comp(environ, variable, verdict, floor, floor_variable):
+        return gate.Comparison(key=('sys', 'part', environ, KEY[3], variable), unit='us',
+                               direction='lower', base=[], new=[], verdict=verdict, cost=worse,
+                               floor=floor, floor_variable=floor_variable)
+    lat = comp('gnu-impi2021', 'latency_8B', gate.MACHINE_CHANGED, moved, 'floor_latency_8B')
+    bw = comp('gnu-impi2021', 'bw_1048576B', gate.MPI_REGRESSED, held, 'floor_bw_1048576B')
+    alone = comp('gnu-mpich4', 'bw_1048576B', gate.MPI_REGRESSED, held, 'floor_bw_1048576B')
+    gate.machine_notes([lat, bw, alone])
+    assert bw.verdict == gate.MPI_REGRESSED and alone.verdict == gate.MPI_REGRESSED
+    assert bw.note == ('its own floor held, but the machine changed in these launches: '
+                       'floor_latency_8B +306% [+232%, +395%] worse-positive')
+    assert alone.note == '' and lat.note == ''
+
+
 def test_noise_alone_never_reads_regressed():
     """Launch noise with regimes (the state of the machine differs per launch by 20 %):
     no clean comparison reads regressed, floored or not."""
