@@ -141,7 +141,7 @@ def test_a_moved_floor_is_named_beside_the_variables_of_its_launches_that_cannot
 def test_an_mpi_regression_whose_floor_held_names_another_floor_that_moved():
     """Intel MPI's 1 MiB on a VM whose 8 B floor rose 4x in the same launches: the verdict
     stays the rule's (MPI regressed), and the note says the machine changed beside it; an
-    MPI regressed of other launches, or with nothing else moved, gets no note."""
+    MPI regressed of other launches, or whose own floor moved (got faster), gets no note."""
     moved = gate.Outcome(gate.WORSE, 1.4, 1.2, 1.6, 0.05, 'sessions')
     held = gate.Outcome(gate.SAME, 0.0, -0.03, 0.03, 0.05, 'sessions')
     worse = gate.Outcome(gate.WORSE, 2.5, 2.3, 2.7, 0.05, 'sessions')
@@ -153,11 +153,14 @@ def test_an_mpi_regression_whose_floor_held_names_another_floor_that_moved():
     lat = comp('gnu-impi2021', 'latency_8B', gate.MACHINE_CHANGED, moved, 'floor_latency_8B')
     bw = comp('gnu-impi2021', 'bw_1048576B', gate.MPI_REGRESSED, held, 'floor_bw_1048576B')
     alone = comp('gnu-mpich4', 'bw_1048576B', gate.MPI_REGRESSED, held, 'floor_bw_1048576B')
-    gate.machine_notes([lat, bw, alone])
+    faster = gate.Outcome(gate.BETTER, -0.5, -0.6, -0.4, 0.05, 'sessions')
+    own_moved = comp('gnu-openmpi5', 'latency_1024B', gate.MPI_REGRESSED, faster,
+                     'floor_latency_1024B')
+    gate.machine_notes([lat, bw, alone, own_moved])
     assert bw.verdict == gate.MPI_REGRESSED and alone.verdict == gate.MPI_REGRESSED
     assert bw.note == ('its own floor held, but the machine changed in these launches: '
                        'floor_latency_8B +306% [+232%, +395%] worse-positive')
-    assert alone.note == '' and lat.note == ''
+    assert alone.note == '' and lat.note == '' and own_moved.note == ''
 
 
 def test_noise_alone_never_reads_regressed():

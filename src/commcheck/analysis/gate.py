@@ -432,26 +432,28 @@ def machine_notes(comparisons: list[Comparison]) -> None:
     """Notes where another floor of the same launches (same system, partition, environment and
     test) moved: on each variable that cannot be told, and on each MPI regressed whose own
     floor did not move. A floor measures one size's path: on this project's 2-core VM the 8 B
-    floor rose 4x in some launches (0.07 to 0.26-0.31 us) while the 1 MiB floor held, and
-    Intel MPI's 1 MiB bandwidth fell about 12x in those sessions; the verdict stays the
-    rule's, and the note puts the machine's move beside it."""
-    moved: dict[tuple, list[tuple[str, str]]] = {}
+    floor rose 4x in some stretches (0.07 to 0.26-0.31 us) while the 1 MiB floor held, and
+    Intel MPI's 1 MiB bandwidth fell about 12x in them; the verdict stays the rule's, and the
+    note puts the machine's move beside it."""
+    moved: dict[tuple, dict[str, str]] = {}
     for c in comparisons:
-        if c.floor is not None and c.floor.outcome in (WORSE, BETTER):
-            moved.setdefault(c.key.launches, []).append(
-                (c.floor_variable, f'{c.floor_variable} {_interval(c.floor)} worse-positive'))
+        if _floor_moved(c):
+            moved.setdefault(c.key.launches, {})[c.floor_variable] = (
+                f'{c.floor_variable} {_interval(c.floor)} worse-positive')
     for c in comparisons:
-        others = [said for floor, said in moved.get(c.key.launches, ())
-                  if floor != c.floor_variable]
-        if c.verdict == CANNOT_TELL and moved.get(c.key.launches):
-            said = 'the machine changed in these launches: ' + '; '.join(
-                said for _, said in moved[c.key.launches])
-        elif c.verdict == MPI_REGRESSED and others:
-            said = (f'its own floor held, but the machine changed in these launches: '
-                    f'{"; ".join(others)}')
+        floors = moved.get(c.key.launches, {})
+        if c.verdict == CANNOT_TELL and floors:
+            said = 'the machine changed in these launches: ' + '; '.join(floors.values())
+        elif c.verdict == MPI_REGRESSED and floors and not _floor_moved(c):
+            said = ('its own floor held, but the machine changed in these launches: '
+                    + '; '.join(floors.values()))
         else:
             continue
         c.note = '; '.join(x for x in (c.note, said) if x)
+
+
+def _floor_moved(c: Comparison) -> bool:
+    return c.floor is not None and c.floor.outcome in (WORSE, BETTER)
 
 
 def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
