@@ -2,8 +2,8 @@
 
 Seed 002 found the shared-window Fortran stencil slower than its C twin and traced it to access
 through ``c_f_pointer``; this check keeps measuring the three ways a Fortran code can hold the
-grid. Defaults fit a login node; the seed's size: ``-S FortranPointers.n=10000 -S
-FortranPointers.steps=100``.
+grid. The grid is sized from the last-level cache (:class:`CacheSizedGrid`, as the stencil's);
+the seed's size: ``-S FortranPointers.n=10000 -S FortranPointers.steps=100``.
 """
 
 import reframe as rfm
@@ -12,6 +12,7 @@ from reframe.core.builtins import fixture, parameter, run_before, sanity_functio
 
 from commcheck import experiments
 from commcheck.rfm.build import KernelsBuild
+from commcheck.rfm.caches import CacheSizedGrid
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import perf_record
 
@@ -19,21 +20,13 @@ PHASES = ('init', 'read', 'write', 'total')
 
 
 @rfm.simple_test
-class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck):
+class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
     descr = 'Fortran pointer study: allocatable vs pointer vs c_f_pointer on a shared window'
     valid_systems = ['*']
     valid_prog_environs = ['+fortran']
     variant = parameter(['alloc', 'pointer', 'cptr'])
-    #: Grid points per dimension (``--n``).
-    #:
-    #: :type: :class:`int`
-    #: :default: the experiment's (2000)
-    n = variable(int, value=experiments.default('FortranPointers', 'n'))
-    #: Time steps per run (``--steps``).
-    #:
-    #: :type: :class:`int`
-    #: :default: the experiment's (20)
-    steps = variable(int, value=experiments.default('FortranPointers', 'steps'))
+    n = experiments.default('FortranPointers', 'n')
+    steps = experiments.default('FortranPointers', 'steps')
 
     #: Whole runs at least (kernel option ``--reps``); each phase's value is the median run.
     #: :type: int  :default: the experiment's (5)

@@ -29,6 +29,7 @@ from reframe.core.builtins import (
 
 from commcheck import experiments
 from commcheck.rfm.build import KernelsBuild
+from commcheck.rfm.caches import CacheSizedGrid
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import (
     computed_variables,
@@ -42,10 +43,12 @@ HEAT_RTOL = 1e-12
 STREAM_REPS = 5
 
 
-#: The last-level cache of the node the job runs on, printed by the job itself.
+#: The last-level cache of the node the job runs on, printed by the job itself: one
+#: instance's size and how many instances (distinct sets of CPUs sharing one).
 LLC_PROBE = ('echo "LLC bytes=$(cat /sys/devices/system/cpu/cpu0/cache/index3/size '
-             '2>/dev/null || echo 0)"')
-LLC = re.compile(r'^LLC bytes=(\d+)([KMG]?)', re.MULTILINE)
+             '2>/dev/null || echo 0) instances=$(cat /sys/devices/system/cpu/cpu*/cache/index3/'
+             'shared_cpu_list 2>/dev/null | sort -u | wc -l)"')
+LLC = re.compile(r'^LLC bytes=(\d+)([KMG]?) instances=(\d+)', re.MULTILINE)
 
 
 def stencil_result(check) -> dict:
@@ -72,7 +75,7 @@ def describe_bound(check, grid_bytes: int) -> str:
     llc = 0
     if match:
         llc = int(match.group(1)) * {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}[
-            match.group(2)]
+            match.group(2)] * max(int(match.group(3)), 1)
     level = ('unknown cache size' if not llc else
              'in the last-level cache' if grid_bytes <= llc else 'from memory')
     when = ('just before the stencil' if check.oversubscribed else
@@ -80,7 +83,8 @@ def describe_bound(check, grid_bytes: int) -> str:
     return (f'STREAM copy over the same working set: {check.stream_doubles()} doubles per rank '
             f'on {check.ranks} rank(s), best of {STREAM_REPS} reps {when}, each timed on rank 0 '
             f'from the barrier that starts every rank to the barrier after the last one ends; '
-            f'{grid_bytes / 1e6:.0f} MB of grids, last-level cache {llc / (1 << 20):.0f} MiB: '
+            f'{check.n}^2 grid ({check.grid_source}), {grid_bytes / 1e6:.0f} MB of grids, '
+            f'last-level cache {llc / (1 << 20):.0f} MiB: '
             f'{level}' + ('; oversubscribed: the ranks share the cores, so STREAM gives no '
                           'bound and no bw_fraction is reported' if check.oversubscribed else ''))
 
@@ -110,22 +114,14 @@ class RepeatedRuns(rfm.RegressionTestPlugin):
                 'reps': (result['reps'], '')}
 
 
-class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
+class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGrid):
     """The one-rank run every parallel variant is measured and verified against."""
 
     descr = 'sequential 5-point stencil, the baseline of speedup and efficiency'
     valid_systems = ['*']
     lang = parameter(experiments.KERNELS['stencil'])
-    #: Grid points per dimension (``--n``).
-    #:
-    #: :type: :class:`int`
-    #: :default: the experiment's (1920: 59 MB of grids, beyond the caches)
-    n = variable(int, value=experiments.default('StencilSequential', 'n'))
-    #: Time steps per run (``--steps``).
-    #:
-    #: :type: :class:`int`
-    #: :default: the experiment's (20)
-    steps = variable(int, value=experiments.default('StencilSequential', 'steps'))
+    n = experiments.default('StencilSequential', 'n')
+    steps = experiments.default('StencilSequential', 'steps')
     min_reps = experiments.default('StencilSequential', 'min_reps')
     target_seconds = experiments.default('StencilSequential', 'target_seconds')
     num_tasks = 1
@@ -154,7 +150,7 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
 
 
 @rfm.simple_test
-class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
+class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGrid):
     descr = '2-D heat stencil: halo exchange by Send/Recv vs MPI-3 shared-memory windows'
     valid_systems = ['*']
     variant = parameter(['sr', 'nb', 'shm', 'shmnc', 'hybrid'])
@@ -164,10 +160,8 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns):
     #: :type: :class:`int`
     #: :default: the experiment's (9)
     max_ranks = variable(int, value=experiments.default('Stencil', 'max_ranks'))
-    #: :type: :class:`int`  :default: the experiment's (1920, as the sequential run's)
-    n = variable(int, value=experiments.default('Stencil', 'n'))
-    #: :type: :class:`int`  :default: the experiment's (20)
-    steps = variable(int, value=experiments.default('Stencil', 'steps'))
+    n = experiments.default('Stencil', 'n')
+    steps = experiments.default('Stencil', 'steps')
     min_reps = experiments.default('Stencil', 'min_reps')
     target_seconds = experiments.default('Stencil', 'target_seconds')
     #: ``no`` runs without the every-cell comparison (only total heat and checksum are then

@@ -8,6 +8,7 @@ and the tests all read these tables; none of them names a check or a program on 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 
@@ -129,10 +130,10 @@ EXPERIMENTS = (
         key_variables=(('time', LOWER_IS_BETTER), ('bw_fraction', HIGHER_IS_BETTER)),
         seed_mode=('n=4800', 'steps=500', 'max_ranks=36', 'min_reps=3', 'target_seconds=0'),
         quick_mode=('n=480', 'steps=20', 'max_ranks=4', 'min_reps=1', 'target_seconds=0'),
-        # 1920^2: 59 MB of grids, beyond the caches, so bw_fraction means something. Runs of
-        # 20 steps (0.07-0.3 s here), at least 7 and 1 s of them: at 1 rank, 7 sequential /
-        # variant pairs in the time 3 pairs of 50 steps took, their median ratio steadier
-        defaults=(('n', 1920), ('steps', 20), ('max_ranks', 9), ('min_reps', 7),
+        # n, steps None: sized from the node's last-level cache (grid_n). Runs of the
+        # steps, at least 7 and 1 s of them: at 1 rank, 7 sequential / variant pairs in the
+        # time 3 pairs of 50 steps took, their median ratio steadier
+        defaults=(('n', None), ('steps', None), ('max_ranks', 9), ('min_reps', 7),
                   ('target_seconds', 1.0))),
     Experiment(
         check='StencilSequential', title='Sequential stencil baseline', kernels=('stencil',),
@@ -140,14 +141,15 @@ EXPERIMENTS = (
         key_variables=(('time', LOWER_IS_BETTER),),
         seed_mode=('n=4800', 'steps=500', 'min_reps=3', 'target_seconds=0'),
         quick_mode=('n=480', 'steps=20', 'min_reps=1', 'target_seconds=0'),
-        defaults=(('n', 1920), ('steps', 20), ('min_reps', 3), ('target_seconds', 1.0))),
+        defaults=(('n', None), ('steps', None), ('min_reps', 3), ('target_seconds', 1.0))),
     Experiment(
         check='FortranPointers', title='Fortran pointer study', kernels=('fptr',),
         seeds=('002',), section='pointers',
         key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER)),
         seed_mode=('n=10000', 'steps=100', 'min_reps=3', 'target_seconds=0'),
         quick_mode=('n=400', 'steps=4', 'min_reps=1', 'target_seconds=0'),
-        defaults=(('n', 2000), ('steps', 20), ('min_reps', 5), ('target_seconds', 1.0))),
+        # n, steps None: sized from the last-level cache, as the stencil's (grid_n)
+        defaults=(('n', None), ('steps', None), ('min_reps', 5), ('target_seconds', 1.0))),
 )
 
 #: The collectives every collective check times (our kernel and OSU's), perf variables
@@ -209,6 +211,36 @@ FLOOR_VARIABLES = (
 #: the hardware; no shared segment outside MPI).
 FLOOR_LANGUAGES = ('c', 'fortran')
 _FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
+
+
+#: A grid check's two arrays ((n+2)^2 doubles each: the stencil, the pointer study) take at
+#: least this many times the node's last-level cache (all its instances), STREAM's rule for a
+#: run from memory: then the stencil and its STREAM bound run from memory at every rank count.
+#: At 1-2x the cache (1920^2, 59 MB, on a 32 MiB L3) one rank ran from memory while each of two
+#: ranks' halves nearly fit the cache: 2 ranks' STREAM read 2.1-2.7x one rank's.
+GRID_OVER_CACHE = 4
+#: n is a multiple of this: every process grid of the rank counts (1, 2, 4, 9 ... 36) divides it.
+GRID_MULTIPLE = 60
+#: Cell updates per timed run (n^2 x steps, 1920^2 x 20): a larger grid runs fewer steps, so a
+#: run takes as long whatever the cache; at least 2 steps (one halo exchange between them).
+UPDATES_PER_RUN = 1920 ** 2 * 20
+#: Without a cache size (none detected): the earlier fixed grid, 59 MB (the bound says so).
+FALLBACK_N = 1920
+
+
+def grid_n(llc_bytes: int | None) -> int:
+    """A grid check's points per dimension on a node with ``llc_bytes`` of last-level
+    cache: the smallest multiple of :data:`GRID_MULTIPLE` whose two grids take
+    :data:`GRID_OVER_CACHE` times the cache."""
+    if not llc_bytes:
+        return FALLBACK_N
+    side = math.isqrt(GRID_OVER_CACHE * llc_bytes // 16 - 1) + 1       # (n + 2)^2 doubles
+    return max(-(-(side - 2) // GRID_MULTIPLE) * GRID_MULTIPLE, GRID_MULTIPLE)
+
+
+def grid_steps(n: int) -> int:
+    """Time steps per timed run of an n x n grid: :data:`UPDATES_PER_RUN`, at least 2."""
+    return max(round(UPDATES_PER_RUN / n ** 2), 2)
 
 
 def default(check: str, variable: str):

@@ -35,6 +35,7 @@ import pytest
 
 from commcheck import experiments, paths
 from commcheck.analysis import kernel_records
+from commcheck.rfm.caches import host_last_level_cache
 from commcheck.site import kbuild
 from tests.conftest import REFERENCE_STACKS, needs_stacks
 
@@ -49,9 +50,12 @@ Edit = tuple[str, str, str]                # (file under src/kernels, old text, 
 # table of experiments (commcheck.experiments: Experiment.defaults): Stencil (ranks 2 and 4;
 # hybrid emulates nodes of sqrt(ranks) ranks), PingPong, ParkbenchComms (pingpong and comms2),
 # DerivedDatatypes (stride 64 bytes or 8 doubles, the same mode on both ranks),
-# FortranPointers; the STREAM run of Stencil (4e6 doubles, 5 reps).
+# FortranPointers; the STREAM run of Stencil at 2 ranks (half the grid's doubles each, 5 reps).
+# Stencil and FortranPointers size their grid from the last-level cache: this host's, as the
+# checks' would be here.
 STENCIL_TEST = ('--n', '48', '--steps', '10')
-STENCIL_CHECK = experiments.kernel_options('Stencil', 'n', 'steps')
+STENCIL_N = experiments.grid_n(host_last_level_cache())
+STENCIL_CHECK = ('--n', str(STENCIL_N), '--steps', str(experiments.grid_steps(STENCIL_N)))
 PINGPONG_TEST = ('--sizes', '1:4096', '--iters', '20', '--warmup', '2')
 PINGPONG_CHECK = experiments.kernel_options('PingPong', 'sizes', 'iters', 'warmup')
 COMMS_CHECK = experiments.kernel_options('ParkbenchComms', 'sizes', 'iters', 'warmup')
@@ -59,9 +63,9 @@ COMMS2_TEST = ('--sizes', '8,64,1k', '--iters', '20', '--warmup', '2')
 DTYPE_TEST = ('--type', 'double', '--sizes', '64:1024', '--iters', '10', '--warmup', '1')
 DTYPE_CHECK = experiments.kernel_options('DerivedDatatypes', 'sizes', 'iters', 'warmup')
 STREAM_TEST = ('--n', '100000', '--reps', '2')
-STREAM_CHECK = ('--n', '4000000', '--reps', '5')
+STREAM_CHECK = ('--n', str((STENCIL_N + 2) ** 2 // 2), '--reps', '5')
 FPTR_TEST = ('--n', '64', '--steps', '2')
-FPTR_CHECK = experiments.kernel_options('FortranPointers', 'n', 'steps')
+FPTR_CHECK = STENCIL_CHECK                 # the same grid, sized from the same cache
 
 
 def stencil(variant: str, *ranks_and_sizes: tuple[int, tuple[str, ...]], node_size=None):

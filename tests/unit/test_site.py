@@ -7,6 +7,7 @@ import pytest
 import reframe.core.config as rfm_config
 import yaml
 
+from commcheck.rfm.caches import last_level_cache
 from commcheck.site import Site, SiteError, discover, flavours, launch, rfmconfig, sitefile
 from tests.conftest import ALL_STACKS, STACKS, commcheck_cmd, needs_stacks
 
@@ -289,3 +290,15 @@ def test_declared_library_override_is_flavour_and_version(tmp_path):
     assert Mpi(flavour='mpich', version='4.0.2').expected_library == ('mpich', '4.0.2')
     with pytest.raises(ValueError, match='flavour'):
         Mpi(flavour='mpich', version='4.0.2', library='4.0.2')
+
+
+def test_a_partitions_declared_cache_reaches_reframes_processor_topology():
+    """``llc_mib`` becomes the partition's processor topology, which the grid checks read
+    before the host's; without it the configuration declares no caches."""
+    declared = site(stack(), partitions=({**PART, 'llc_mib': 512},))
+    config = rfmconfig.partition(declared, declared.partitions[0])
+    assert last_level_cache(config['processor'].get('topology')) == 512 << 20
+    plain = site(stack())
+    assert 'topology' not in rfmconfig.partition(plain, plain.partitions[0])['processor']
+    with pytest.raises(ValueError, match='llc_mib'):
+        site(stack(), partitions=({**PART, 'llc_mib': 0},))

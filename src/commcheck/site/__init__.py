@@ -253,6 +253,9 @@ class Partition(_Model):
     launcher: Literal['mpiexec', 'srun'] = 'mpiexec'
     cores: int = Field(ge=1)         #: cores of one node a job may use
     nodes: int = Field(default=1, ge=1)   #: nodes a job may use
+    #: Last-level cache of one node in MiB, all its instances (2 x 64-core EPYC 9534: 2 x 256):
+    #: what the grid checks size their grids from; none: the host ReFrame runs on.
+    llc_mib: int | None = Field(default=None, ge=1)
     #: Where the two ranks of a pair go: one node, or one rank on each of two nodes.
     placement: Literal['same-node', 'different-nodes'] = 'same-node'
     binding: Literal['core', 'none'] = 'core'   #: process binding of every launch

@@ -99,6 +99,8 @@ def partition(site: Site, part: Partition) -> dict:
                    'launcher': part.launcher, 'exclusive': part.exclusivity[0],
                    'exclusive_basis': part.exclusivity[1]},
     }
+    if part.llc_mib:        # ReFrame's processor topology: read by commcheck.rfm.caches
+        config['processor']['topology'] = {'caches': [{'type': 'L3', 'size': part.llc_mib << 20}]}
     if part.time_limit:
         config['time_limit'] = part.time_limit
     return config

@@ -1,0 +1,78 @@
+"""The last-level cache that memory-bound checks size their problems from, and the grid they
+size from it (the stencil and the pointer study: two (n+2)^2 arrays of doubles)."""
+
+from __future__ import annotations
+
+import reframe as rfm
+from reframe.core.builtins import run_after, variable
+from reframe.utility import cpuinfo
+
+from commcheck import experiments
+
+
+def last_level_cache(topology: dict | None) -> int | None:
+    """Bytes of the highest cache level over all its instances, from a processor topology as
+    ReFrame describes one (``caches``: type, size, cpusets), or None if it lists none."""
+    caches = [c for c in (topology or {}).get('caches', ())
+              if str(c.get('type', '')).startswith('L') and c.get('size')]
+    if not caches:
+        return None
+    top = max(caches, key=lambda c: int(c['type'][1:]))
+    return int(top['size']) * max(len(top.get('cpusets') or ()), 1)
+
+
+def host_last_level_cache() -> int | None:
+    """The last-level cache of the host this runs on (ReFrame's detection, read from sysfs)."""
+    return last_level_cache(cpuinfo.cpuinfo().get('topology'))
+
+
+def partition_last_level_cache(partition) -> tuple[int | None, str]:
+    """A partition's last-level cache and where it was read: the processor topology that its
+    configuration declares (or ReFrame detected), else this host's, which is the partition's
+    nodes when they are this machine (local and emulated partitions)."""
+    declared = last_level_cache(getattr(partition.processor, 'topology', None))
+    if declared:
+        return declared, f'the processor topology of {partition.fullname}'
+    return host_last_level_cache(), 'the host ReFrame runs on'
+
+
+class CacheSizedGrid(rfm.RegressionTestPlugin):
+    """A grid sized from the node's last-level cache unless given (:func:`commcheck.experiments.
+    grid_n`): its two arrays take four times the cache, so a memory-bound check runs from memory
+    at every rank count, never from the cache's edge, where one rank's share of the grid fits
+    and the whole does not, and a few seconds of a neighbour's cache use move the time.
+
+    Precondition: the check runs a kernel's ``--n`` and ``--steps`` over two (n+2)^2 arrays of
+    doubles. Checks that must agree on the grid (the stencil's variants and their sequential
+    fixture) size it the same way on the same partition and compare the two in their sanity."""
+
+    #: Grid points per dimension (``--n``); None: from the last-level cache.
+    #:
+    #: :type: :class:`int` or None
+    #: :default: the experiment's (None; 2940 on a 32 MiB L3: 138 MB of grids)
+    n = variable(int, type(None))
+
+    #: Time steps per timed run (``--steps``); None: as many as make a run of 1920^2 x 20
+    #: updates (at least 2).
+    #:
+    #: :type: :class:`int` or None
+    #: :default: the experiment's (None; 9 on a 32 MiB L3)
+    steps = variable(int, type(None))
+
+    #: How the grid was chosen (the cache it was sized from, or "given").
+    #:
+    #: :type: :class:`str`  :default: set at setup
+    grid_source = variable(str, value='')
+
+    @run_after('setup')
+    def size_grid(self):
+        if self.n is None:
+            llc, where = partition_last_level_cache(self.current_partition)
+            self.n = experiments.grid_n(llc)
+            self.grid_source = (f'{experiments.GRID_OVER_CACHE}x the {llc / (1 << 20):.0f} MiB '
+                                f'last-level cache of {where}' if llc else
+                                'no last-level cache found: the fallback grid')
+        else:
+            self.grid_source = 'n given'
+        if self.steps is None:
+            self.steps = experiments.grid_steps(self.n)

@@ -1,0 +1,63 @@
+"""The stencil's grid, sized from the last-level cache (commcheck.experiments.grid_n) so the
+stencil and its STREAM bound run from memory at every rank count, and the cache it is read from
+(commcheck.rfm.caches, ReFrame's processor topology)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commcheck import experiments
+from commcheck.experiments import GRID_MULTIPLE, GRID_OVER_CACHE, UPDATES_PER_RUN
+from commcheck.rfm.caches import last_level_cache
+
+MiB = 1 << 20
+
+
+def grid_bytes(n: int) -> int:
+    return 16 * (n + 2) ** 2
+
+
+@settings(derandomize=True, max_examples=300)
+@given(st.integers(min_value=256 * 1024, max_value=4096 * MiB))
+def test_the_grid_is_the_smallest_multiple_whose_grids_take_four_times_the_cache(llc):
+    n = experiments.grid_n(llc)
+    assert n % GRID_MULTIPLE == 0
+    assert grid_bytes(n) >= GRID_OVER_CACHE * llc
+    assert n == GRID_MULTIPLE or grid_bytes(n - GRID_MULTIPLE) < GRID_OVER_CACHE * llc
+
+
+def test_a_32_mib_l3_gets_138_mb_of_grids_and_a_260_mib_one_over_a_gib():
+    assert experiments.grid_n(32 * MiB) == 2940
+    assert grid_bytes(2940) == pytest.approx(138.5e6, rel=1e-3)
+    assert grid_bytes(experiments.grid_n(260 * MiB)) > 1 << 30
+
+
+def test_no_cache_size_keeps_the_fallback_grid_and_its_20_steps():
+    assert experiments.grid_n(None) == experiments.grid_n(0) == experiments.FALLBACK_N
+    assert experiments.grid_steps(experiments.FALLBACK_N) == 20
+
+
+@pytest.mark.parametrize('n', [60, 480, 1920, 2940, 8280, 11640])
+def test_a_run_does_about_the_same_work_whatever_the_grid(n):
+    steps = experiments.grid_steps(n)
+    assert steps >= 2
+    if steps > 2:
+        assert abs(n * n * steps - UPDATES_PER_RUN) <= n * n / 2
+
+
+def topology(*caches):
+    return {'caches': [dict(zip(('type', 'size', 'cpusets'), c)) for c in caches]}
+
+
+def test_the_last_level_is_the_highest_level_over_all_its_instances():
+    one = topology(('L1', 32768, ['0x1', '0x2']), ('L3', 32 * MiB, ['0x3']),
+                   ('L2', MiB, ['0x1', '0x2']))
+    assert last_level_cache(one) == 32 * MiB
+    two_ccds = topology(('L3', 32 * MiB, ['0x0f', '0xf0']), ('L2', MiB, ['0x1']))
+    assert last_level_cache(two_ccds) == 64 * MiB
+    assert last_level_cache(topology(('L2', 2 * MiB, ['0x1']))) == 2 * MiB
+
+
+@pytest.mark.parametrize('described', [None, {}, {'caches': []}, topology(('L3', 0, ['0x1']))])
+def test_a_topology_without_cache_sizes_gives_none(described):
+    assert last_level_cache(described) is None
