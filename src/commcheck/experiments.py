@@ -219,6 +219,14 @@ _FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
 #: At 1-2x the cache (1920^2, 59 MB, on a 32 MiB L3) one rank ran from memory while each of two
 #: ranks' halves nearly fit the cache: 2 ranks' STREAM read 2.1-2.7x one rank's.
 GRID_OVER_CACHE = 4
+#: The largest grid run from memory: above it (caches over 64 MiB) allocating, touching and
+#: verifying the arrays outlasts the measurement (a 1-rank stencil launch at 8280^2, 1.1 GB
+#: for a 260 MiB L3: 15.8 s against 2.5 s at 2940^2 and 3.3 s at 4140^2; 2-core VM,
+#: 2026-11-27), so a larger cache gets a grid inside it instead.
+MAX_MEMORY_GRID = GRID_OVER_CACHE * (64 << 20)
+#: A grid inside the cache takes at most this fraction of it, so every rank count runs from
+#: the cache (and the STREAM bound with it).
+GRID_IN_CACHE = 0.25
 #: n is a multiple of this: every process grid of the rank counts (1, 2, 4, 9 ... 36) divides it.
 GRID_MULTIPLE = 60
 #: Cell updates per timed run (n^2 x steps, 1920^2 x 20): a larger grid runs fewer steps, so a
@@ -228,14 +236,23 @@ UPDATES_PER_RUN = 1920 ** 2 * 20
 FALLBACK_N = 1920
 
 
+def grid_from_memory(llc_bytes: int) -> bool:
+    """Whether a cache this size gets a grid run from memory (else one inside the cache)."""
+    return GRID_OVER_CACHE * llc_bytes <= MAX_MEMORY_GRID
+
+
 def grid_n(llc_bytes: int | None) -> int:
-    """A grid check's points per dimension on a node with ``llc_bytes`` of last-level
-    cache: the smallest multiple of :data:`GRID_MULTIPLE` whose two grids take
-    :data:`GRID_OVER_CACHE` times the cache."""
+    """A grid check's points per dimension on a node with ``llc_bytes`` of last-level cache,
+    a multiple of :data:`GRID_MULTIPLE`: the smallest whose two arrays take
+    :data:`GRID_OVER_CACHE` times the cache, or for a cache too large for that
+    (:func:`grid_from_memory`) the largest that takes at most :data:`GRID_IN_CACHE` of it."""
     if not llc_bytes:
         return FALLBACK_N
-    side = math.isqrt(GRID_OVER_CACHE * llc_bytes // 16 - 1) + 1       # (n + 2)^2 doubles
-    return max(-(-(side - 2) // GRID_MULTIPLE) * GRID_MULTIPLE, GRID_MULTIPLE)
+    if grid_from_memory(llc_bytes):
+        side = math.isqrt(GRID_OVER_CACHE * llc_bytes // 16 - 1) + 1    # (n + 2)^2 doubles
+        return max(-(-(side - 2) // GRID_MULTIPLE) * GRID_MULTIPLE, GRID_MULTIPLE)
+    side = math.isqrt(int(GRID_IN_CACHE * llc_bytes) // 16)
+    return max((side - 2) // GRID_MULTIPLE * GRID_MULTIPLE, GRID_MULTIPLE)
 
 
 def grid_steps(n: int) -> int:

@@ -1,13 +1,19 @@
 """The stencil's grid, sized from the last-level cache (commcheck.experiments.grid_n) so the
-stencil and its STREAM bound run from memory at every rank count, and the cache it is read from
-(commcheck.rfm.caches, ReFrame's processor topology)."""
+stencil and its STREAM bound run from one level of the hierarchy at every rank count, and the
+cache it is read from (commcheck.rfm.caches, ReFrame's processor topology)."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commcheck import experiments
-from commcheck.experiments import GRID_MULTIPLE, GRID_OVER_CACHE, UPDATES_PER_RUN
+from commcheck.experiments import (
+    GRID_IN_CACHE,
+    GRID_MULTIPLE,
+    GRID_OVER_CACHE,
+    MAX_MEMORY_GRID,
+    UPDATES_PER_RUN,
+)
 from commcheck.rfm.caches import last_level_cache
 
 MiB = 1 << 20
@@ -19,17 +25,22 @@ def grid_bytes(n: int) -> int:
 
 @settings(derandomize=True, max_examples=300)
 @given(st.integers(min_value=256 * 1024, max_value=4096 * MiB))
-def test_the_grid_is_the_smallest_multiple_whose_grids_take_four_times_the_cache(llc):
+def test_the_grid_runs_from_memory_or_inside_the_cache_never_at_its_edge(llc):
     n = experiments.grid_n(llc)
     assert n % GRID_MULTIPLE == 0
-    assert grid_bytes(n) >= GRID_OVER_CACHE * llc
-    assert n == GRID_MULTIPLE or grid_bytes(n - GRID_MULTIPLE) < GRID_OVER_CACHE * llc
+    if experiments.grid_from_memory(llc):       # the smallest that takes 4x the cache
+        assert grid_bytes(n) >= GRID_OVER_CACHE * llc
+        assert n == GRID_MULTIPLE or grid_bytes(n - GRID_MULTIPLE) < GRID_OVER_CACHE * llc
+        assert grid_bytes(n - GRID_MULTIPLE) <= MAX_MEMORY_GRID
+    else:                                       # the largest inside a quarter of it
+        assert grid_bytes(n) <= GRID_IN_CACHE * llc < grid_bytes(n + GRID_MULTIPLE)
 
 
-def test_a_32_mib_l3_gets_138_mb_of_grids_and_a_260_mib_one_over_a_gib():
+def test_a_32_mib_l3_gets_138_mb_of_grids_and_a_260_mib_one_a_grid_in_the_cache():
     assert experiments.grid_n(32 * MiB) == 2940
     assert grid_bytes(2940) == pytest.approx(138.5e6, rel=1e-3)
-    assert grid_bytes(experiments.grid_n(260 * MiB)) > 1 << 30
+    assert experiments.grid_from_memory(64 * MiB) and not experiments.grid_from_memory(65 * MiB)
+    assert experiments.grid_n(260 * MiB) == 2040
 
 
 def test_no_cache_size_keeps_the_fallback_grid_and_its_20_steps():

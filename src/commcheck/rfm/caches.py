@@ -38,9 +38,10 @@ def partition_last_level_cache(partition) -> tuple[int | None, str]:
 
 class CacheSizedGrid(rfm.RegressionTestPlugin):
     """A grid sized from the node's last-level cache unless given (:func:`commcheck.experiments.
-    grid_n`): its two arrays take four times the cache, so a memory-bound check runs from memory
-    at every rank count, never from the cache's edge, where one rank's share of the grid fits
-    and the whole does not, and a few seconds of a neighbour's cache use move the time.
+    grid_n`): its two arrays take four times the cache (or, for a cache over 64 MiB, at most a
+    quarter of it), so the check runs from one level of the hierarchy at every rank count,
+    never from the cache's edge, where one rank's share of the grid fits and the whole does
+    not, and a few seconds of a neighbour's cache use move the time.
 
     Precondition: the check runs a kernel's ``--n`` and ``--steps`` over two (n+2)^2 arrays of
     doubles. Checks that must agree on the grid (the stencil's variants and their sequential
@@ -69,9 +70,14 @@ class CacheSizedGrid(rfm.RegressionTestPlugin):
         if self.n is None:
             llc, where = partition_last_level_cache(self.current_partition)
             self.n = experiments.grid_n(llc)
-            self.grid_source = (f'{experiments.GRID_OVER_CACHE}x the {llc / (1 << 20):.0f} MiB '
-                                f'last-level cache of {where}' if llc else
-                                'no last-level cache found: the fallback grid')
+            self.grid_source = ('no last-level cache found: the fallback grid' if not llc else
+                                f'{experiments.GRID_OVER_CACHE}x the {llc / (1 << 20):.0f} MiB '
+                                f'last-level cache of {where}, from memory'
+                                if experiments.grid_from_memory(llc) else
+                                f'at most {experiments.GRID_IN_CACHE:.0%} of the '
+                                f'{llc / (1 << 20):.0f} MiB last-level cache of {where}: in '
+                                f'the cache, as a grid from memory would take '
+                                f'{experiments.GRID_OVER_CACHE * llc / 1e9:.1f} GB')
         else:
             self.grid_source = 'n given'
         if self.steps is None:
