@@ -69,6 +69,7 @@ def test_the_last_level_is_the_highest_level_over_all_its_instances():
     assert last_level_cache(topology(('L2', 2 * MiB, ['0x1']))) == 2 * MiB
 
 
-@pytest.mark.parametrize('described', [None, {}, {'caches': []}, topology(('L3', 0, ['0x1']))])
+@pytest.mark.parametrize('described', [None, {}, {'caches': []}, topology(('L3', 0, ['0x1'])),
+                                       topology(('LLC', 1 << 20, ['0x1']))])
 def test_a_topology_without_cache_sizes_gives_none(described):
     assert last_level_cache(described) is None

@@ -3,24 +3,30 @@ size from it (the stencil and the pointer study: two (n+2)^2 arrays of doubles).
 
 from __future__ import annotations
 
+import functools
+import re
+
 import reframe as rfm
 from reframe.core.builtins import run_after, variable
 from reframe.utility import cpuinfo
 
 from commcheck import experiments
 
+LEVEL = re.compile(r'L(\d+)')
+
 
 def last_level_cache(topology: dict | None) -> int | None:
     """Bytes of the highest cache level over all its instances, from a processor topology as
     ReFrame describes one (``caches``: type, size, cpusets), or None if it lists none."""
-    caches = [c for c in (topology or {}).get('caches', ())
-              if str(c.get('type', '')).startswith('L') and c.get('size')]
+    caches = [(int(level[1]), c) for c in (topology or {}).get('caches', ())
+              if c.get('size') and (level := LEVEL.fullmatch(str(c.get('type', ''))))]
     if not caches:
         return None
-    top = max(caches, key=lambda c: int(c['type'][1:]))
+    _, top = max(caches, key=lambda found: found[0])
     return int(top['size']) * max(len(top.get('cpusets') or ()), 1)
 
 
+@functools.cache
 def host_last_level_cache() -> int | None:
     """The last-level cache of the host this runs on (ReFrame's detection, read from sysfs)."""
     return last_level_cache(cpuinfo.cpuinfo().get('topology'))
