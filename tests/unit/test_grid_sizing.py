@@ -39,7 +39,7 @@ def test_the_grid_runs_from_memory_or_inside_the_cache_never_at_its_edge(llc):
 def test_a_32_mib_l3_gets_138_mb_of_grids_and_a_260_mib_one_a_grid_in_the_cache():
     assert experiments.grid_n(32 * MiB) == 2940
     assert grid_bytes(2940) == pytest.approx(138.5e6, rel=1e-3)
-    assert experiments.grid_from_memory(64 * MiB) and not experiments.grid_from_memory(65 * MiB)
+    assert experiments.grid_from_memory(32 * MiB) and not experiments.grid_from_memory(33 * MiB)
     assert experiments.grid_n(260 * MiB) == 2040
 
 
