@@ -219,12 +219,12 @@ _FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
 #: At 1-2x the cache (1920^2, 59 MB, on a 32 MiB L3) one rank ran from memory while each of two
 #: ranks' halves nearly fit the cache: 2 ranks' STREAM read 2.1-2.7x one rank's.
 GRID_OVER_CACHE = 4
-#: The largest grid run from memory (4x a 32 MiB cache): allocating, touching and verifying
-#: larger arrays costs more than the measurement. On a 2-core VM (2026-11-27) a 1-rank stencil
-#: launch took 2.0 s at 2040^2, 2.5 s at 2940^2 (138 MB, 4x 32 MiB), 3.3 s at 4140^2 (4x 64 MiB)
-#: and 15.8 s at 8280^2 (4x 260 MiB), and 2940^2 already took the main job from 11.5 to 14.5
-#: min; a larger cache gets a grid inside it instead.
-MAX_MEMORY_GRID = GRID_OVER_CACHE * (32 << 20)
+#: The largest grid, from memory (4x a 32 MiB cache) or inside a cache: allocating, touching
+#: and verifying larger arrays costs more than the measurement. On a 2-core VM (2026-11-27) a
+#: 1-rank stencil launch took 2.0 s at 2040^2, 2.5 s at 2940^2 (138 MB, 4x 32 MiB), 3.3 s at
+#: 4140^2 (4x 64 MiB) and 15.8 s at 8280^2 (4x 260 MiB), and 2940^2 already took the main job
+#: from 11.5 to 14.5 min; a larger cache gets a grid inside it instead.
+MAX_GRID = GRID_OVER_CACHE * (32 << 20)
 #: A grid inside the cache takes at most this fraction of it, so every rank count runs from
 #: the cache (and the STREAM bound with it).
 GRID_IN_CACHE = 0.25
@@ -239,20 +239,21 @@ FALLBACK_N = 1920
 
 def grid_from_memory(llc_bytes: int) -> bool:
     """Whether a cache this size gets a grid run from memory (else one inside the cache)."""
-    return GRID_OVER_CACHE * llc_bytes <= MAX_MEMORY_GRID
+    return GRID_OVER_CACHE * llc_bytes <= MAX_GRID
 
 
 def grid_n(llc_bytes: int | None) -> int:
     """A grid check's points per dimension on a node with ``llc_bytes`` of last-level cache,
     a multiple of :data:`GRID_MULTIPLE`: the smallest whose two arrays take
     :data:`GRID_OVER_CACHE` times the cache, or for a cache too large for that
-    (:func:`grid_from_memory`) the largest that takes at most :data:`GRID_IN_CACHE` of it."""
+    (:func:`grid_from_memory`) the largest that takes at most :data:`GRID_IN_CACHE` of it and
+    :data:`MAX_GRID` bytes."""
     if not llc_bytes:
         return FALLBACK_N
     if grid_from_memory(llc_bytes):
         side = math.isqrt(GRID_OVER_CACHE * llc_bytes // 16 - 1) + 1    # (n + 2)^2 doubles
         return max(-(-(side - 2) // GRID_MULTIPLE) * GRID_MULTIPLE, GRID_MULTIPLE)
-    side = math.isqrt(int(GRID_IN_CACHE * llc_bytes) // 16)
+    side = math.isqrt(int(min(GRID_IN_CACHE * llc_bytes, MAX_GRID)) // 16)
     return max((side - 2) // GRID_MULTIPLE * GRID_MULTIPLE, GRID_MULTIPLE)
 
 

@@ -11,7 +11,7 @@ from commcheck.experiments import (
     GRID_IN_CACHE,
     GRID_MULTIPLE,
     GRID_OVER_CACHE,
-    MAX_MEMORY_GRID,
+    MAX_GRID,
     UPDATES_PER_RUN,
 )
 from commcheck.rfm.caches import last_level_cache
@@ -31,9 +31,10 @@ def test_the_grid_runs_from_memory_or_inside_the_cache_never_at_its_edge(llc):
     if experiments.grid_from_memory(llc):       # the smallest that takes 4x the cache
         assert grid_bytes(n) >= GRID_OVER_CACHE * llc
         assert n == GRID_MULTIPLE or grid_bytes(n - GRID_MULTIPLE) < GRID_OVER_CACHE * llc
-        assert grid_bytes(n - GRID_MULTIPLE) <= MAX_MEMORY_GRID
-    else:                                       # the largest inside a quarter of it
-        assert grid_bytes(n) <= GRID_IN_CACHE * llc < grid_bytes(n + GRID_MULTIPLE)
+        assert grid_bytes(n - GRID_MULTIPLE) <= MAX_GRID
+    else:                            # the largest inside a quarter of it, and MAX_GRID
+        room = min(GRID_IN_CACHE * llc, MAX_GRID)
+        assert grid_bytes(n) <= room < grid_bytes(n + GRID_MULTIPLE)
 
 
 def test_a_32_mib_l3_gets_138_mb_of_grids_and_a_260_mib_one_a_grid_in_the_cache():
@@ -41,6 +42,7 @@ def test_a_32_mib_l3_gets_138_mb_of_grids_and_a_260_mib_one_a_grid_in_the_cache(
     assert grid_bytes(2940) == pytest.approx(138.5e6, rel=1e-3)
     assert experiments.grid_from_memory(32 * MiB) and not experiments.grid_from_memory(33 * MiB)
     assert experiments.grid_n(260 * MiB) == 2040
+    assert grid_bytes(experiments.grid_n(2304 * MiB)) <= MAX_GRID      # 2 x 1152 MiB, Genoa-X
 
 
 def test_no_cache_size_keeps_the_fallback_grid_and_its_20_steps():

@@ -45,9 +45,9 @@ def partition_last_level_cache(partition) -> tuple[int | None, str]:
 class CacheSizedGrid(rfm.RegressionTestPlugin):
     """A grid sized from the node's last-level cache unless given (:func:`commcheck.experiments.
     grid_n`): its two arrays take four times the cache (or, for a cache over 32 MiB, at most a
-    quarter of it), so the check runs from one level of the hierarchy at every rank count,
-    never from the cache's edge, where one rank's share of the grid fits and the whole does
-    not, and a few seconds of a neighbour's cache use move the time.
+    quarter of it and 128 MiB), so the check runs from one level of the hierarchy at every rank
+    count, never from the cache's edge, where one rank's share of the grid fits and the whole
+    does not, and a few seconds of a neighbour's cache use move the time.
 
     Precondition: the check runs a kernel's ``--n`` and ``--steps`` over two (n+2)^2 arrays of
     doubles. Checks that must agree on the grid (the stencil's variants and their sequential
