@@ -233,6 +233,10 @@ GRID_MULTIPLE = 60
 #: Cell updates per timed run (n^2 x steps, 1920^2 x 20): a larger grid runs fewer steps, so a
 #: run takes as long whatever the cache; at least 2 steps (one halo exchange between them).
 UPDATES_PER_RUN = 1920 ** 2 * 20
+#: A smaller grid runs no more steps than this: on shared cores (oversubscribed, one run) each
+#: step's halo exchange waits for time slices (65 ms a step, 9 ranks on 2 cores, 1920^2), so a
+#: run's cost there grows with its steps; more runs (min_reps, target_seconds) make up the time.
+MAX_STEPS = 20
 #: Without a cache size (none detected): the earlier fixed grid, 59 MB (the bound says so).
 FALLBACK_N = 1920
 
@@ -258,8 +262,9 @@ def grid_n(llc_bytes: int | None) -> int:
 
 
 def grid_steps(n: int) -> int:
-    """Time steps per timed run of an n x n grid: :data:`UPDATES_PER_RUN`, at least 2."""
-    return max(round(UPDATES_PER_RUN / n ** 2), 2)
+    """Time steps per timed run of an n x n grid: :data:`UPDATES_PER_RUN`, within 2 and
+    :data:`MAX_STEPS`."""
+    return min(max(round(UPDATES_PER_RUN / n ** 2), 2), MAX_STEPS)
 
 
 def default(check: str, variable: str):

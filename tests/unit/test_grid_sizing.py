@@ -12,6 +12,7 @@ from commcheck.experiments import (
     GRID_MULTIPLE,
     GRID_OVER_CACHE,
     MAX_GRID,
+    MAX_STEPS,
     UPDATES_PER_RUN,
 )
 from commcheck.rfm.caches import last_level_cache
@@ -50,12 +51,14 @@ def test_no_cache_size_keeps_the_fallback_grid_and_its_20_steps():
     assert experiments.grid_steps(experiments.FALLBACK_N) == 20
 
 
-@pytest.mark.parametrize('n', [60, 480, 1920, 2940, 8280, 11640])
-def test_a_run_does_about_the_same_work_whatever_the_grid(n):
+@pytest.mark.parametrize('n', [60, 480, 720, 1920, 2940, 8280, 11640])
+def test_a_run_does_about_the_same_work_whatever_the_grid_within_2_and_20_steps(n):
     steps = experiments.grid_steps(n)
-    assert steps >= 2
-    if steps > 2:
+    assert 2 <= steps <= MAX_STEPS
+    if 2 < steps < MAX_STEPS:
         assert abs(n * n * steps - UPDATES_PER_RUN) <= n * n / 2
+    elif steps == MAX_STEPS:
+        assert n * n * steps <= UPDATES_PER_RUN
 
 
 def topology(*caches):

@@ -60,7 +60,7 @@ class CacheSizedGrid(rfm.RegressionTestPlugin):
     n = variable(int, type(None))
 
     #: Time steps per timed run (``--steps``); None: as many as make a run of 1920^2 x 20
-    #: updates (at least 2).
+    #: updates (2-20).
     #:
     #: :type: :class:`int` or None
     #: :default: the experiment's (None; 9 on a 32 MiB L3)
