@@ -254,6 +254,9 @@ def test_verdict_rule_table():
     W, B, S, U = out(gate.WORSE, 0.3), out(gate.BETTER, -0.2), out(gate.SAME), out(gate.UNKNOWN)
     FW, FB = out(gate.WORSE, 0.1), out(gate.BETTER, -0.1)         # the floor moved by 0.1
     assert gate.verdict(W, S) == gate.MPI_REGRESSED and gate.verdict(W, U) == gate.MPI_REGRESSED
+    # an undecided floor whose estimate moved by 0.5 bounds the cost's 0.25-0.35: not MPI's
+    assert gate.verdict(W, out(gate.UNKNOWN, -0.5)) == gate.CANNOT_TELL
+    assert gate.verdict(W, out(gate.UNKNOWN, 0.2)) == gate.MPI_REGRESSED    # 0.25 beyond 0.2
     assert gate.verdict(W, FW) == gate.BOTH and gate.verdict(W, FB) == gate.MPI_REGRESSED
     assert gate.verdict(W, out(gate.WORSE, 0.5)) == gate.MACHINE_CHANGED   # 0.25 within 0.5
     assert gate.verdict(S, FW) == gate.MACHINE_CHANGED == gate.verdict(S, FB)

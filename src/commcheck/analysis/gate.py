@@ -19,9 +19,10 @@ MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's 
   observed: ``n * (half-width / margin)^2``, margin the distance of the estimate from the
   threshold, never fewer than the rank test needs.
 
-The verdict (:func:`verdict`): ``MPI regressed`` (own cost worse, floor not), ``machine
-changed`` (floor moved, own cost not worse by more than that move: :func:`beyond_the_floor`),
-``both``, ``improved``, ``unchanged``, ``cannot tell``. A floor that moved beyond doubt makes
+The verdict (:func:`verdict`): ``MPI regressed`` (own cost worse, floor not, and worse by more
+than the floor's estimated move where that move is undecided), ``machine changed`` (floor
+moved, own cost not worse by more than that move: :func:`beyond_the_floor`), ``both``,
+``improved``, ``unchanged``, ``cannot tell``. A floor that moved beyond doubt makes
 the verdict "machine changed" also where MPI's own cost cannot be told (its interval not
 beyond the floor's move): the node is different today, which is what such a session shows.
 A variable that cannot be told, or an MPI regressed whose own floor held, while another floor
@@ -248,6 +249,12 @@ def verdict(cost: Outcome, floor: Outcome | None) -> str:
     moved = floor.outcome in (WORSE, BETTER)
     if cost.outcome == WORSE:
         if not moved:
+            # A floor move too noisy to decide still bounds what is the software's: MPI's
+            # bandwidth unchanged (+3.6 %) while the 1 MiB floor ran twice as fast (a clean
+            # rerun, 2026-11-27) put its own cost +91 % [+46 %, +192 %] worse, inside the
+            # floor's -51 % [-68 %, -26 %].
+            if floor.outcome == UNKNOWN and not beyond_the_floor(cost, floor):
+                return CANNOT_TELL
             return MPI_REGRESSED
         if not beyond_the_floor(cost, floor):
             return MACHINE_CHANGED
@@ -414,9 +421,14 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
         comp.note = (f"MPI's own cost {_interval(comp.cost)} cannot be told apart, and is "
                      f"within what the floor's move ({math.expm1(comp.floor.change):+.0%}) "
                      f"can explain")
+    elif comp.verdict == CANNOT_TELL and comp.cost.outcome == WORSE:
+        comp.note = (f"MPI's own cost {_interval(comp.cost)} is within what the floor's move, "
+                     f"itself undecided ({_interval(comp.floor)}), can explain")
     if comp.verdict == CANNOT_TELL:
-        need = comp.cost.needed
-        unit = comp.cost.level
+        # what would decide: MPI's own cost, or where that is decided, the floor's move
+        told = comp.cost if comp.cost.outcome == UNKNOWN or not comp.floor else comp.floor
+        need = told.needed
+        unit = told.level
         said = (f'about {need} {unit} a side would decide' if need and
                 need <= settings.max_needed else f'more than {settings.max_needed} '
                 f'{unit} a side would be needed' if need else 'on the threshold')
