@@ -68,10 +68,10 @@ INTER_NODE_STACKS = {'gnu-openmpi4', 'gnu-mpich5'}
 #: The degraded sweep's expected failure is retried too, so it is judged by its last attempt
 #: that measured (:func:`judged`): one start crash on the last attempt failed CI once.
 RETRIES = ('--max-retries', '2')
-#: Sessions at most. ReFrame retried a failed case once here, not twice (the second retry of a
-#: case whose fixture is not retried with it never ran: a run report of 2026-11-27 holds two
-#: runs, Open MPI 4 crashing at start in both), so a stack with no attempt that started gets
-#: the whole session again, and each stack is judged by its last attempt that started.
+#: Sessions at most. ReFrame ran one retry here, not two (a run report of 2026-11-27 holds
+#: two runs, Open MPI 4 crashing at start in both; why the second retry did not run is not
+#: known), so a stack with no attempt that started gets the whole session again, and each
+#: stack is judged by its last attempt that started.
 SESSIONS = 3
 
 
