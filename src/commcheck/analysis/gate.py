@@ -248,16 +248,12 @@ def verdict(cost: Outcome, floor: Outcome | None) -> str:
                 UNKNOWN: CANNOT_TELL}[cost.outcome]
     moved = floor.outcome in (WORSE, BETTER)
     if cost.outcome == WORSE:
-        if not moved:
-            # A floor move too noisy to decide still bounds what is the software's: MPI's
-            # bandwidth unchanged (+3.6 %) while the 1 MiB floor ran twice as fast (a clean
-            # rerun, 2026-11-27) put its own cost +91 % [+46 %, +192 %] worse, inside the
-            # floor's -51 % [-68 %, -26 %].
-            if floor.outcome == UNKNOWN and not beyond_the_floor(cost, floor):
-                return CANNOT_TELL
-            return MPI_REGRESSED
-        if not beyond_the_floor(cost, floor):
-            return MACHINE_CHANGED
+        # Unless the floor held, its move bounds what is the software's, decided or not: an
+        # undecided one too (MPI's bandwidth +3.6 % while the 1 MiB floor ran twice as fast, a
+        # clean rerun of 2026-11-27, put its own cost +91 % [+46 %, +192 %] worse, inside the
+        # floor's -51 % [-68 %, -26 %]).
+        if floor.outcome != SAME and not beyond_the_floor(cost, floor):
+            return MACHINE_CHANGED if moved else CANNOT_TELL
         return BOTH if floor.outcome == WORSE else MPI_REGRESSED
     if cost.outcome == UNKNOWN:
         # The floor moved for sure; whatever MPI's own cost did within that move is the
