@@ -4,6 +4,11 @@ Seed 002 found the shared-window Fortran stencil slower than its C twin and trac
 through ``c_f_pointer``; this check keeps measuring the three ways a Fortran code can hold the
 grid. The grid is sized from the last-level cache (:class:`CacheSizedGrid`, as the stencil's);
 the seed's size: ``-S FortranPointers.n=10000 -S FortranPointers.steps=100``.
+
+The pointer and c_f_pointer variants run each of their runs just after an allocatable one in the
+same launch (``--baseline yes``): ``read_over_alloc`` and ``total_over_alloc``, the median of the
+pairs' ratios, compare the declarations at the same moment of the machine, which separate tests
+minutes apart cannot where the node's speed drifts.
 """
 
 import reframe as rfm
@@ -15,8 +20,6 @@ from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.caches import CacheSizedGrid
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import perf_record
-
-PHASES = ('init', 'read', 'write', 'total')
 
 
 @rfm.simple_test
@@ -35,6 +38,11 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
     #: More runs until their totals add up to this many seconds (``--target-seconds``).
     #: :type: float  :default: the experiment's (1.0)
     target_seconds = variable(float, value=experiments.default('FortranPointers', 'target_seconds'))
+
+    #: Pair every run of the pointer and c_f_pointer variants with an allocatable run just
+    #: before it (kernel option ``--baseline``); the allocatable variant runs alone.
+    #: :type: bool  :default: ``True``
+    paired = variable(bool, value=True)
     num_tasks = 1
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'seed002', 'fortran'}
@@ -45,6 +53,12 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
                                 '--steps', str(self.steps), '--reps', str(self.min_reps),
                                 '--target-seconds', str(self.target_seconds)]
+        if self.is_paired:
+            self.executable_opts += ['--baseline', 'yes']
+
+    @property
+    def is_paired(self) -> bool:
+        return self.paired and self.variant != experiments.POINTER_REFERENCE
 
     @sanity_function
     def validated(self):
@@ -53,5 +67,9 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
     @run_before('performance')
     def set_perf_variables(self):
         self.perf_variables = {p: perf_record(self, 'RESULT', f'{p}_s', 's')
-                               for p in (*PHASES, 'total_min', 'total_max')}
+                               for p in (*experiments.POINTER_PHASES, 'total_min', 'total_max')}
         self.perf_variables['reps'] = perf_record(self, 'RESULT', 'reps', '')
+        if self.is_paired:
+            self.perf_variables.update({
+                name: perf_record(self, 'RESULT', f'{phase}_ratio', 'x')
+                for phase, name in experiments.POINTER_RATIOS.items()})

@@ -71,6 +71,14 @@ def compiled_programs(languages) -> tuple[str, ...]:
 # Directions of change: which way is a regression.
 LOWER_IS_BETTER, HIGHER_IS_BETTER = 'lower', 'higher'
 
+#: The pointer study's timed phases: kernel fields ``<phase>_s``, perf variables ``<phase>``.
+POINTER_PHASES = ('init', 'read', 'write', 'total')
+#: The declaration its other variants are paired with, run by run in the same launch.
+POINTER_REFERENCE = 'alloc'
+#: Phase -> the perf variable of its ratio to it (kernel field ``<phase>_ratio``, the median
+#: pair).
+POINTER_RATIOS = {phase: f'{phase}_over_{POINTER_REFERENCE}' for phase in ('read', 'total')}
+
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
@@ -145,7 +153,8 @@ EXPERIMENTS = (
     Experiment(
         check='FortranPointers', title='Fortran pointer study', kernels=('fptr',),
         seeds=('002',), section='pointers',
-        key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER)),
+        key_variables=(('read', LOWER_IS_BETTER), ('write', LOWER_IS_BETTER),
+                       (POINTER_RATIOS['read'], LOWER_IS_BETTER)),
         seed_mode=('n=10000', 'steps=100', 'min_reps=3', 'target_seconds=0'),
         quick_mode=('n=400', 'steps=4', 'min_reps=1', 'target_seconds=0'),
         # n, steps None: sized from the last-level cache, as the stencil's (grid_n)

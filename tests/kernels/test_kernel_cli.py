@@ -60,7 +60,8 @@ BAD_INPUT = {
                 (['--baseline', 'maybe'], 1, 'maybe'), (['--baseline', 'yes'], 4, '--baseline'),
                 (['--variant', 'seq', '--baseline', 'yes'], 1, '--baseline')],
     'stream': [(['--n', 'many'], 1, 'whole number')],
-    'fptr': [(['--variant', 'pointer'], 2, '1 rank'), (['--n', '-5'], 1, '')],
+    'fptr': [(['--variant', 'pointer'], 2, '1 rank'), (['--n', '-5'], 1, ''),
+             (['--baseline', 'maybe'], 1, 'maybe')],
 }
 
 
@@ -272,6 +273,33 @@ def test_repetition_options_refuse_bad_values(kernel_builds, stack, kernel, prog
         assert done.returncode == 2
         errors = [line for line in done.stderr.splitlines() if line.startswith('ERROR:')]
         assert len(errors) == 1 and words in errors[0], done.stderr
+
+
+FPTR_CASES = [(s, p) for s, k, p in CASES if k == 'fptr']
+
+
+@pytest.mark.parametrize('stack,program', FPTR_CASES, ids=[f'{s.name}-{p}' for s, p in FPTR_CASES])
+def test_fptr_baseline_pairs_each_run_with_an_allocatable_one(kernel_builds, stack, program):
+    """--baseline yes: RESULT adds the allocatable runs' medians and the pairs' ratios; the
+    median pair lies between the lowest and highest pair, and so does the ratio of the two
+    medians (each run is at most the highest ratio times its pair's, so the medians are too).
+    Without it, none of these fields."""
+    args = ['--variant', 'cptr', '--n', '300', '--steps', '4', '--reps', '5']
+    paired = ('base_read_s', 'base_total_s', 'read_ratio', 'total_ratio', 'total_ratio_min',
+              'total_ratio_max')
+    done = mpirun(stack, 1, kernel_builds[stack.name] / program, *args, '--baseline', 'yes')
+    assert done.returncode == 0, done.stderr
+    out = kernel_records.parse(done.stdout)
+    r = out['RESULT'][0]
+    assert out['PASS'] and out['META'][0]['baseline'] == 'yes' and r['reps'] == 5
+    assert all(r[k] > 0 for k in paired)
+    assert r['total_ratio_min'] <= r['total_ratio'] <= r['total_ratio_max']
+    medians = r['total_s'] / r['base_total_s']       # fields rounded to 1e-6 s and 1e-4
+    assert r['total_ratio_min'] * 0.99 <= medians <= r['total_ratio_max'] * 1.01
+    alone = mpirun(stack, 1, kernel_builds[stack.name] / program, *args)
+    assert alone.returncode == 0, alone.stderr
+    result = kernel_records.parse(alone.stdout)['RESULT'][0]
+    assert not set(paired) & set(result)
 
 
 # STREAM's timed loop as it is (stream.c), the text the mutants below replace.

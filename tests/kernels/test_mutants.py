@@ -293,10 +293,12 @@ OTHER_MUTANTS = [
              '        for (size_t k = 0; k + 1 < len; k++)\n            c[k] = a[k];'),),
            ((2, STREAM_TEST), (2, STREAM_CHECK))),
     Mutant('copy-back-misses-row', 'fptr', 'f',
-           "alloc: the copy back from anew misses the last row",
+           "alloc (and the allocatable baseline of a paired run): the copy back from anew "
+           "misses the last row",
            (('fptr/fptr.F90', '        do i = 1, n\n          a(i, j) = anew(i, j)',
              '        do i = 1, n - 1\n          a(i, j) = anew(i, j)'),),
-           ((1, ('--variant', 'alloc', *FPTR_TEST)), (1, ('--variant', 'alloc', *FPTR_CHECK)))),
+           ((1, ('--variant', 'alloc', *FPTR_TEST)), (1, ('--variant', 'alloc', *FPTR_CHECK)),
+            (1, ('--variant', 'cptr', '--baseline', 'yes', *FPTR_CHECK)))),
 ]
 
 MUTANTS = STENCIL_MUTANTS + MESSAGE_MUTANTS + FLOOR_MUTANTS + OTHER_MUTANTS

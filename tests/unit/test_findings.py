@@ -75,6 +75,19 @@ def test_stride_slowdown_is_judged_against_the_published_factor_per_stack():
     assert outcome.undecided == ('edge c',) and outcome.status == findings.MIXED
 
 
+def test_cptr_cost_is_judged_on_the_pairs_of_one_launch_where_the_test_ran_them():
+    """A machine that slowed between the allocatable and the c_f_pointer tests moves the ratio
+    of their reads, not the pairs' ratio measured inside the c_f_pointer launch; a session
+    without pairs (an older one) is judged on the two tests' reads, and says so."""
+    alloc, cptr = 'FortranPointers %variant=alloc', 'FortranPointers %variant=cptr'
+    rows = [('paired', alloc, 'read', [0.10, 0.10]), ('paired', cptr, 'read', [0.20, 0.21]),
+            ('paired', cptr, 'read_over_alloc', [1.02, 1.04]),
+            ('older', alloc, 'read', [0.10, 0.11]), ('older', cptr, 'read', [0.15, 0.16])]
+    outcome = findings.cptr_costs(context(rows))
+    assert outcome.fails == ('paired',) and outcome.holds == ('older',)
+    assert 'paired runs in one launch' in outcome.detail and 'separate tests' in outcome.detail
+
+
 def test_spread_arithmetic():
     a, b = Spread(10, 8, 12, 3), Spread(5, 4, 5, 2)
     r = ratio(a, b)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from commcheck import experiments
 from commcheck.analysis import seeds
 from commcheck.report.context import Context
 from commcheck.report.model import Test, checks
@@ -316,16 +317,24 @@ def sr_best_overall(ctx: Context) -> Outcome:
 
 
 def cptr_costs(ctx: Context) -> Outcome:
+    """c_f_pointer's read over the allocatable one: the pairs of one launch
+    (``read_over_alloc``) where the c_f_pointer test ran them, else the two tests' reads."""
     out = {}
     by_env: dict = {}
     for t in ctx.values.tests(checks('pointers')):
-        by_env.setdefault(t.environ, {})[t.param('variant')] = _spread(ctx, t, 'read')
-    for env, reads in by_env.items():
-        r = ratio(reads.get('cptr'), reads.get('alloc'))
+        by_env.setdefault(t.environ, {})[t.param('variant')] = t
+    for env, tests in by_env.items():
+        cptr, alloc = tests.get('cptr'), tests.get('alloc')
+        paired = _spread(ctx, cptr, experiments.POINTER_RATIOS['read']) if cptr else None
+        if paired:
+            out[env] = within(paired, 1.1, what='read via c_f_pointer / allocatable (paired '
+                                                'runs in one launch)')
+            continue
+        r = ratio(*(_spread(ctx, t, 'read') if t else None for t in (cptr, alloc)))
         if r is None:
             out[env] = Outcome(CANNOT_TELL, 'c_f_pointer or allocatable read not measured')
             continue
-        out[env] = within(r, 1.1, what='read via c_f_pointer / allocatable')
+        out[env] = within(r, 1.1, what='read via c_f_pointer / allocatable (separate tests)')
     return combine(out, 'no Fortran pointer study in this session')
 
 
@@ -455,7 +464,8 @@ FINDINGS = (
             'lowest rank count, not at the highest.', shm_only_at_low_ranks),
     Finding('002-cptr', '002', 'The Fortran SHM versions pay for c_f_pointer (reads through '
             'it are slower).', 'Pointer study: read through c_f_pointer more than 1.1x the '
-            'allocatable read.', cptr_costs),
+            'allocatable read, each c_f_pointer run paired with an allocatable one just before '
+            'it in the same launch (the median pair).', cptr_costs),
     Finding('002-sr-best', '002', 'Conventional Send/Recv remained the best overall.',
             'Stencil, not oversubscribed: S/R total time over the common rank counts within '
             '2% of the best variant.', sr_best_overall),

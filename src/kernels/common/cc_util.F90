@@ -10,7 +10,7 @@ module cc_util
   private
   public :: cc_init, cc_rank, cc_size, cc_check, cc_abort, cc_usage_error, cc_validation_error, &
             cc_arg, cc_nargs, cc_next_value, cc_help, cc_unknown_option, cc_parse_int, &
-            cc_parse_seconds, &
+            cc_parse_seconds, cc_parse_yes_no, &
             cc_parse_bytes, cc_parse_sizes, cc_print_meta, cc_str, cc_fixed, cc_g17, &
             cc_physical_memory, cc_exceeds_memory, cc_batch_count, cc_batch_start, cc_batch_of, &
             cc_batch_timing, CC_EXIT_USAGE, CC_EXIT_VALIDATION, CC_EXIT_MPI
@@ -169,6 +169,14 @@ contains
     if (ios /= 0) call cc_usage_error(opt // ": '" // text // "' is not a whole number")
     if (v < lo .or. v > hi) call cc_usage_error(opt // ": " // text // " is out of range [" // &
                                                 cc_str(lo) // ", " // cc_str(hi) // "]")
+  end function
+
+  ! `yes` or `no` (a usage error otherwise).
+  logical function cc_parse_yes_no(opt, text)
+    character(len=*), intent(in) :: opt, text
+    if (text /= 'yes' .and. text /= 'no') &
+      call cc_usage_error(opt // ": '" // text // "' is not yes or no")
+    cc_parse_yes_no = text == 'yes'
   end function
 
   ! Digits with an optional k/m/g suffix (KiB, MiB, GiB); at least 1 byte.

@@ -15,10 +15,11 @@ program fptr
   character(len=:), allocatable :: arg, variant
   integer(int64) :: n64, steps
   integer :: i, n, ierr
-  logical :: inject
+  logical :: inject, baseline
   real(real64) :: t_init, t_read, t_write, checksum, expected, lambda
-  ! runs(:, k): init, read, write and total time of run k
-  real(real64) :: runs(4, MAX_REPS), target_s, spent
+  ! runs(:, k): init, read, write and total time of run k; with --baseline, base(:, k) the same
+  ! of the allocatable run just before it
+  real(real64) :: runs(4, MAX_REPS), base(4, MAX_REPS), target_s, spent
   integer :: min_reps, reps
   real(real64), allocatable :: s(:)
 
@@ -27,22 +28,18 @@ program fptr
   call print_header()
   call initial_mode()
 
-  ! Whole runs (allocate, fill, steps, validate) until min_reps of them and target_s seconds.
+  ! Whole runs (allocate, fill, steps, validate) until min_reps of them and target_s seconds
+  ! (a baseline run's time counts: a launch lasts as long with a baseline as without).
   reps = 0
   spent = 0
   do
-    t_init = 0
-    t_read = 0
-    t_write = 0
-    select case (variant)
-    case ('alloc')
-      call run_alloc()
-    case ('pointer')
-      call run_pointer()
-    case ('cptr')
-      call run_cptr()
-    end select
     reps = reps + 1
+    if (baseline) then
+      call one_run('alloc')
+      base(:, reps) = [t_init, t_read, t_write, t_init + t_read + t_write]
+      spent = spent + base(4, reps)
+    end if
+    call one_run(variant)
     runs(:, reps) = [t_init, t_read, t_write, t_init + t_read + t_write]
     spent = spent + runs(4, reps)
     if (reps >= MAX_REPS .or. (reps >= min_reps .and. spent >= target_s)) exit
@@ -54,12 +51,29 @@ program fptr
 
 contains
 
+  ! One whole run of variant `which`, its phases' times in t_init, t_read, t_write.
+  subroutine one_run(which)
+    character(len=*), intent(in) :: which
+    t_init = 0
+    t_read = 0
+    t_write = 0
+    select case (which)
+    case ('alloc')
+      call run_alloc()
+    case ('pointer')
+      call run_pointer()
+    case ('cptr')
+      call run_cptr()
+    end select
+  end subroutine
+
   ! The options (defaults first); fptr-f runs on 1 rank, in the node's memory.
   subroutine read_options()
     variant = 'alloc'
     n64 = 2000
     steps = 20
     inject = .false.
+    baseline = .false.
     min_reps = 1
     target_s = 0
     i = 1
@@ -80,6 +94,8 @@ contains
         min_reps = int(cc_parse_int('--reps', cc_next_value(i), 1_int64, int(MAX_REPS, int64)))
       case ('--target-seconds')
         target_s = cc_parse_seconds('--target-seconds', cc_next_value(i))
+      case ('--baseline')
+        baseline = cc_parse_yes_no('--baseline', cc_next_value(i))
       case ('--inject-error')
         inject = .true.
       case default
@@ -102,7 +118,10 @@ contains
       'fill them; read_s = the steps'' sweeps anew = a/2 + (4 neighbours)/8 that read the current ' // &
       'values; write_s = making the updated values current: a copy anew -> a for allocatable ' // &
       '(F90 cannot swap allocatables), a pointer swap for pointer and cptr (hence ~0 in Table 3); ' // &
-      'total_s = init_s + read_s + write_s'
+      'total_s = init_s + read_s + write_s; with --baseline yes, each run just after one of ' // &
+      'the allocatable variant (the reference, validated the same way): base_read_s and ' // &
+      'base_total_s = its median run, read_ratio and total_ratio = the median of each pair''s ' // &
+      'variant/allocatable time (total_ratio_min, total_ratio_max: the lowest and highest pair)'
     write(output_unit, '(a)') '# validation: a starts as the mode sin(pi i/(N+1)) sin(pi j/(N+1)) ' // &
       'with a zero border, which each step multiplies by cos(pi/(2(N+1)))^2, so every cell ' // &
       '(to 1e-10 of the peak value) and checksum = sum of a (relative tolerance 1e-10) are ' // &
@@ -110,7 +129,7 @@ contains
     flush(output_unit)
     call cc_print_meta('fptr', 'variant=' // variant // ' n=' // cc_str(n64) // ' steps=' // &
                        cc_str(steps) // ' min_reps=' // cc_str(min_reps) // ' target_s=' // &
-                       cc_fixed(target_s, 3))
+                       cc_fixed(target_s, 3) // ' baseline=' // trim(merge('yes', 'no ', baseline)))
   end subroutine
 
   ! The 1-D factor s of the initial mode, shared by all variants (outside the timing).
@@ -124,19 +143,27 @@ contains
   end subroutine
 
   ! The checksum against the exact one (a validation error otherwise), then the RESULT record:
-  ! the median of the runs and the total's spread.
+  ! the median of the runs and the total's spread (and the pairs', with --baseline).
   subroutine check_and_print_result()
+    character(len=:), allocatable :: paired
     expected = lambda**steps * sum(s(1:n))**2
     if (.not. (abs(checksum - expected) <= TOLERANCE * abs(expected))) &
       call cc_validation_error('checksum ' // cc_g17(checksum) // ' differs from the exact ' // &
         cc_g17(expected) // ' (relative ' // cc_g17(abs(checksum - expected) / abs(expected)) // &
         ' > 1e-10)')
+    paired = ''
+    if (baseline) paired = ' base_read_s=' // cc_fixed(median(base(2, 1:reps)), 6) // &
+      ' base_total_s=' // cc_fixed(median(base(4, 1:reps)), 6) // &
+      ' read_ratio=' // cc_fixed(median(runs(2, 1:reps) / base(2, 1:reps)), 4) // &
+      ' total_ratio=' // cc_fixed(median(runs(4, 1:reps) / base(4, 1:reps)), 4) // &
+      ' total_ratio_min=' // cc_fixed(minval(runs(4, 1:reps) / base(4, 1:reps)), 4) // &
+      ' total_ratio_max=' // cc_fixed(maxval(runs(4, 1:reps) / base(4, 1:reps)), 4)
     write(output_unit, '(a)') 'RESULT init_s=' // cc_fixed(median(runs(1, 1:reps)), 6) // &
       ' read_s=' // cc_fixed(median(runs(2, 1:reps)), 6) // ' write_s=' // &
       cc_fixed(median(runs(3, 1:reps)), 6) // ' total_s=' // cc_fixed(median(runs(4, 1:reps)), 6) // &
       ' total_min_s=' // cc_fixed(minval(runs(4, 1:reps)), 6) // ' total_max_s=' // &
       cc_fixed(maxval(runs(4, 1:reps)), 6) // ' reps=' // cc_str(reps) // ' checksum=' // &
-      cc_g17(checksum)
+      cc_g17(checksum) // paired
     flush(output_unit)
     write(output_unit, '(a)') 'PASS validated=1'
   end subroutine
@@ -325,6 +352,8 @@ contains
       '                   run, total_min_s and total_max_s the spread, reps how many ran', &
       '  --target-seconds S  then more runs until their totals add up to S seconds', &
       '                   (default 0; at most 1000 runs)', &
+      '  --baseline yes|no  each run just after one of the allocatable variant; RESULT adds', &
+      '                   its medians and the median ratio of the pairs (default no)', &
       '  --inject-error   self-test: perturb one value after the run, so validation against', &
       '                   the exact solution must fail with exit code 3', &
       '  --help           this text'

@@ -52,9 +52,9 @@ contains
         o%node_size = int(cc_parse_int('--node-size', cc_next_value(i), 1_int64, &
                                        int(huge(0), int64)))
       case ('--verify')
-        o%verify = yes_no('--verify', cc_next_value(i))
+        o%verify = cc_parse_yes_no('--verify', cc_next_value(i))
       case ('--baseline')
-        o%baseline = yes_no('--baseline', cc_next_value(i))
+        o%baseline = cc_parse_yes_no('--baseline', cc_next_value(i))
       case ('--inject-error')
         o%inject = .true.
       case default
@@ -72,13 +72,6 @@ contains
     if (o%node_size > 0 .and. o%variant /= 'hybrid') &
       call cc_usage_error('--node-size applies to --variant hybrid only')
   end subroutine
-
-  logical function yes_no(option, text)
-    character(len=*), intent(in) :: option, text
-    if (text /= 'yes' .and. text /= 'no') &
-      call cc_usage_error(option // ": '" // text // "' is not yes or no")
-    yes_no = text == 'yes'
-  end function
 
   subroutine print_usage()
     write(output_unit, '(a)') 'usage: stencil-f [options]', &

@@ -4,6 +4,7 @@ published finding judged on today's data."""
 from __future__ import annotations
 
 from commcheck.analysis import seeds
+from commcheck.experiments import POINTER_PHASES
 from commcheck.report import findings
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks
@@ -113,8 +114,8 @@ def _seed002_pointers(ctx: Context) -> list[dict]:
             if r['variant'] == variant:
                 t = tests[(r['environ'], variant)]
                 rows.append({'variant': variant, 'source': r['environ'], 'published': False,
-                             **{p: r[p] for p in stencil.PHASES},
-                             'ranges': {p: interval(ctx, t, p) for p in stencil.PHASES}})
+                             **{p: r[p] for p in POINTER_PHASES},
+                             'ranges': {p: interval(ctx, t, p) for p in POINTER_PHASES}})
     return rows
 
 

@@ -4,6 +4,7 @@ pointer study."""
 
 from __future__ import annotations
 
+from commcheck.experiments import POINTER_PHASES, POINTER_RATIOS
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks, text
 from commcheck.report.plots import Painter, error_bars, spread_caption
@@ -13,7 +14,6 @@ VARIABLES = ('time', 'speedup', 'efficiency', 'bw_fraction', 'glups', 'stream_co
 #: Rows of the stencil figure (efficiency is speedup against the ideal line; the table has it).
 PANELS = (('time', 'time (s)'), ('speedup', 'speedup over sequential'),
           ('bw_fraction', 'fraction of memory bound'))
-PHASES = ('init', 'read', 'write', 'total')
 
 
 def grid(ctx: Context, check_names) -> dict:
@@ -114,14 +114,16 @@ def pointer_rows(ctx: Context) -> list[dict]:
     rows = []
     for t in ctx.values.tests(checks('pointers')):
         row = {'environ': t.environ, 'variant': t.param('variant')}
-        row.update({p: ctx.values.value(t, p) for p in PHASES})
-        row['spread'] = {p: (ctx.values.spread(t, p) or (None, None, 0))[:2] for p in PHASES}
+        row.update({p: ctx.values.value(t, p) for p in POINTER_PHASES})
+        row.update({v: ctx.values.value(t, v) for v in POINTER_RATIOS.values()})
+        row['spread'] = {p: (ctx.values.spread(t, p) or (None, None, 0))[:2]
+                         for p in POINTER_PHASES}
         rows.append(row)
     return rows
 
 
 def _plot_pointers(p: Painter, rows: list[dict]):
-    drawn = [r for r in rows if any(r[p] is not None for p in PHASES)]
+    drawn = [r for r in rows if any(r[p] is not None for p in POINTER_PHASES)]
     if not drawn:
         return None
     variants = list(dict.fromkeys(r['variant'] for r in drawn))
