@@ -2,10 +2,13 @@
 
 For every stack: commcheck's ``pingpong-c``, NetPIPE (Debian's ``NPmpich2``/``NPopenmpi``, from
 the flavour record) and, where the stack has them, OSU's ``osu_latency``. Rounds alternate
-between the programs so load drifts hit all alike; the median and the best per program are
-printed (on a shared VM the two ranks' placement moves small-message latency from one launch to
-the next, so the best of the rounds compares like with like). 1 MiB bandwidth is size / one-way
-time for all three (OSU's ``osu_bw`` streams a window of messages, a different quantity).
+between the programs, and each round visits every stack in turn, so a slow stretch of the
+machine (the 8 B floor 4x slower for a minute or so on a shared VM) costs every stack a round
+or two rather than one stack all of its rounds, as it did when each stack ran its rounds in one
+block; the median and the best per program are printed. Every launch binds its ranks as the
+site's partition declares (``binding``), as the main job's do. 1 MiB bandwidth is size /
+one-way time for all three (OSU's ``osu_bw`` streams a window of messages, a different
+quantity).
 """
 
 from __future__ import annotations
@@ -34,11 +37,11 @@ class BenchError(UserError):
     pass
 
 
-def ours(stack, program: Path, iters: int) -> tuple[float, ...]:
+def ours(stack, binding: str, program: Path, iters: int) -> tuple[float, ...]:
     """8 B latency, 1 MiB bandwidth, and the hardware floor of the same launch at both sizes
     (the main job's ``floor_latency_8B`` and ``floor_bw_1048576B``)."""
     done = kbuild.launch(stack, 2, program, '--sizes', f'8,{MIB}', '--iters', str(iters),
-                         '--warmup', str(max(iters // 10, 1)))
+                         '--warmup', str(max(iters // 10, 1)), binding=binding)
     found = kernel_records.parse(done.stdout)
     rows = found['DATA']
     floors = {int(r['size']): r for r in found['FLOOR'] if r.get('kind') != 'none'}
@@ -48,7 +51,7 @@ def ours(stack, program: Path, iters: int) -> tuple[float, ...]:
             floors[8]['oneway_us'], floors[MIB]['bw_MBps'])
 
 
-def netpipe(stack, iters: int, workdir: Path) -> tuple[float, float] | None:
+def netpipe(stack, binding: str, iters: int, workdir: Path) -> tuple[float, float] | None:
     name = stack.mpi.record.netpipe
     program = shutil.which(name) if name else None
     if not program or stack.mpi.install_prefix != '/usr':     # Debian's NetPIPE: Debian's MPI
@@ -57,7 +60,7 @@ def netpipe(stack, iters: int, workdir: Path) -> tuple[float, float] | None:
     for size, n in ((8, iters), (MIB, max(iters // 40, 50))):
         out = workdir / f'np-{stack.id}-{size}.out'
         done = kbuild.launch(stack, 2, program, '-l', str(size), '-u', str(size), '-p', '0',
-                             '-n', str(n), '-o', str(out))
+                             '-n', str(n), '-o', str(out), binding=binding)
         if done.returncode:
             raise BenchError(f'{program} failed on {stack.id}: {done.stderr.strip()[-300:]}')
         seconds = float(out.read_text().split()[2])     # bytes, Mbit/s, one-way seconds
@@ -65,11 +68,11 @@ def netpipe(stack, iters: int, workdir: Path) -> tuple[float, float] | None:
     return values[0], MIB / values[1]
 
 
-def osu_latency(stack, extras: dict, iters: int) -> tuple[float, float] | None:
+def osu_latency(stack, binding: str, extras: dict, iters: int) -> tuple[float, float] | None:
     program = osu_program(extras, 'osu_latency')
     if not program:
         return None
-    done = kbuild.launch(stack, 2, program, '-m', f'8:{MIB}', '-i', str(iters))
+    done = kbuild.launch(stack, 2, program, '-m', f'8:{MIB}', '-i', str(iters), binding=binding)
     table = osu_output.parse_table(done.stdout)
     return table[8], MIB / table[MIB]
 
@@ -90,7 +93,10 @@ def main(args) -> int:
         if not stacks:
             raise BenchError(f'no stack {args.stack!r}; stacks: '
                              f'{", ".join(s.id for s in site.stacks)}')
-    table = Table(title=f'ping-pong, {ROUNDS} alternating rounds, {args.iters} round trips',
+    binding = site.partitions[0].binding
+    table = Table(title=f'ping-pong, {ROUNDS} rounds (each every stack and program in turn), '
+                        f'{args.iters} round trips, ranks bound: {binding} (the partition\'s '
+                        f'binding, as the main job)',
                   header_style='bold')
     for col in ('stack', 'program', '8 B median (us)', '8 B best (us)', '1 MiB median (MB/s)',
                 '1 MiB best (MB/s)', '8 B floor (us)', '1 MiB floor (MB/s)'):
@@ -98,30 +104,35 @@ def main(args) -> int:
     with tempfile.TemporaryDirectory(prefix='commcheck-bench-') as tmp, Progress(
             console=console, transient=True) as progress:
         task = progress.add_task('building', total=len(stacks) * (ROUNDS + 1))
+        programs = {}
         for stack in stacks:
             progress.update(task, description=f'{stack.id}: building the kernels')
-            program = kbuild.cmake_build(stack, Path(tmp) / stack.id) / 'pingpong-c'
+            programs[stack.id] = kbuild.cmake_build(stack, Path(tmp) / stack.id) / 'pingpong-c'
             progress.advance(task)
-            extras = rfmconfig.environment(site, stack)['extras']
-            samples: dict[str, list[tuple[float, float]]] = {}
-            for rnd in range(ROUNDS):
-                progress.update(task, description=f'{stack.id}: round {rnd + 1}/{ROUNDS}')
-                for name, run in (('commcheck', partial(ours, stack, program, args.iters)),
-                                  ('NetPIPE', partial(netpipe, stack, args.iters, Path(tmp))),
-                                  ('osu_latency', partial(osu_latency, stack, extras,
-                                                          args.iters))):
+        samples: dict[str, dict[str, list[tuple[float, ...]]]] = {s.id: {} for s in stacks}
+        for rnd in range(ROUNDS):
+            for stack in stacks:
+                progress.update(task, description=f'round {rnd + 1}/{ROUNDS}: {stack.id}')
+                extras = rfmconfig.environment(site, stack)['extras']
+                for name, run in (
+                        ('commcheck', partial(ours, stack, binding, programs[stack.id],
+                                              args.iters)),
+                        ('NetPIPE', partial(netpipe, stack, binding, args.iters, Path(tmp))),
+                        ('osu_latency', partial(osu_latency, stack, binding, extras,
+                                                args.iters))):
                     value = run()
                     if value:
-                        samples.setdefault(name, []).append(value)
+                        samples[stack.id].setdefault(name, []).append(value)
                 progress.advance(task)
-            stats = {name: summarize(vals) for name, vals in samples.items()}
-            base = stats['commcheck']
-            for name, row in stats.items():
-                table.add_row(stack.id, name, *(f'{v:.3f}' if i in (0, 1, 4) else f'{v:.0f}'
-                                                for i, v in enumerate(row)))
-                if name != 'commcheck':
-                    table.add_row('', f'ours vs {name}', f'{base[0] - row[0]:+.3f}',
-                                  f'{base[1] - row[1]:+.3f}', f'{base[2] / row[2] - 1:+.1%}',
-                                  f'{base[3] / row[3] - 1:+.1%}')
+    for stack in stacks:
+        stats = {name: summarize(vals) for name, vals in samples[stack.id].items()}
+        base = stats['commcheck']
+        for name, row in stats.items():
+            table.add_row(stack.id, name, *(f'{v:.3f}' if i in (0, 1, 4) else f'{v:.0f}'
+                                            for i, v in enumerate(row)))
+            if name != 'commcheck':
+                table.add_row('', f'ours vs {name}', f'{base[0] - row[0]:+.3f}',
+                              f'{base[1] - row[1]:+.3f}', f'{base[2] / row[2] - 1:+.1%}',
+                              f'{base[3] / row[3] - 1:+.1%}')
     console.print(table)
     return 0
