@@ -85,6 +85,32 @@ def summarize(values: list[tuple[float, ...]]) -> tuple[float, ...]:
     return statistics.median(lat), min(lat), statistics.median(bw), max(bw), *floors
 
 
+def measure(site, stacks, binding: str, iters: int) -> dict[str, dict[str, list[tuple]]]:
+    """Stack -> program -> one value tuple per round; every stack's kernels built first."""
+    with tempfile.TemporaryDirectory(prefix='commcheck-bench-') as tmp, Progress(
+            console=console, transient=True) as progress:
+        task = progress.add_task('building', total=len(stacks) * (ROUNDS + 1))
+        programs = {}
+        for stack in stacks:
+            progress.update(task, description=f'{stack.id}: building the kernels')
+            programs[stack.id] = kbuild.cmake_build(stack, Path(tmp) / stack.id) / 'pingpong-c'
+            progress.advance(task)
+        samples: dict[str, dict[str, list[tuple]]] = {s.id: {} for s in stacks}
+        for rnd in range(ROUNDS):
+            for stack in stacks:
+                progress.update(task, description=f'round {rnd + 1}/{ROUNDS}: {stack.id}')
+                extras = rfmconfig.environment(site, stack)['extras']
+                for name, run in (
+                        ('commcheck', partial(ours, stack, binding, programs[stack.id], iters)),
+                        ('NetPIPE', partial(netpipe, stack, binding, iters, Path(tmp))),
+                        ('osu_latency', partial(osu_latency, stack, binding, extras, iters))):
+                    value = run()
+                    if value:
+                        samples[stack.id].setdefault(name, []).append(value)
+                progress.advance(task)
+    return samples
+
+
 def main(args) -> int:
     site = discover.local_site()
     stacks = [s for s in site.stacks if 'c' in s.tested_languages]
@@ -101,29 +127,7 @@ def main(args) -> int:
     for col in ('stack', 'program', '8 B median (us)', '8 B best (us)', '1 MiB median (MB/s)',
                 '1 MiB best (MB/s)', '8 B floor (us)', '1 MiB floor (MB/s)'):
         table.add_column(col, justify='left' if col in ('stack', 'program') else 'right')
-    with tempfile.TemporaryDirectory(prefix='commcheck-bench-') as tmp, Progress(
-            console=console, transient=True) as progress:
-        task = progress.add_task('building', total=len(stacks) * (ROUNDS + 1))
-        programs = {}
-        for stack in stacks:
-            progress.update(task, description=f'{stack.id}: building the kernels')
-            programs[stack.id] = kbuild.cmake_build(stack, Path(tmp) / stack.id) / 'pingpong-c'
-            progress.advance(task)
-        samples: dict[str, dict[str, list[tuple[float, ...]]]] = {s.id: {} for s in stacks}
-        for rnd in range(ROUNDS):
-            for stack in stacks:
-                progress.update(task, description=f'round {rnd + 1}/{ROUNDS}: {stack.id}')
-                extras = rfmconfig.environment(site, stack)['extras']
-                for name, run in (
-                        ('commcheck', partial(ours, stack, binding, programs[stack.id],
-                                              args.iters)),
-                        ('NetPIPE', partial(netpipe, stack, binding, args.iters, Path(tmp))),
-                        ('osu_latency', partial(osu_latency, stack, binding, extras,
-                                                args.iters))):
-                    value = run()
-                    if value:
-                        samples[stack.id].setdefault(name, []).append(value)
-                progress.advance(task)
+    samples = measure(site, stacks, binding, args.iters)
     for stack in stacks:
         stats = {name: summarize(vals) for name, vals in samples[stack.id].items()}
         base = stats['commcheck']
