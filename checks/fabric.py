@@ -15,6 +15,7 @@ size; ``-S FabricSweep.num_nodes=K -J nodelist=...`` sweeps K given nodes (the r
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import PerformanceError
 
@@ -50,7 +51,7 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     rounds = variable(int, value=0)
     #: The pairs of a round one after another instead of at once (nodes that share CPUs).
     #: :type: bool :default: False
-    serial = variable(bool, value=False)
+    serial = variable(typ.Bool, value=False)
     #: Timed batches per phase; the kernel reports the median and the best batch.
     #: :type: int :default: 5
     batches = variable(int, value=5)

@@ -13,6 +13,7 @@ minutes apart cannot where the node's speed drifts.
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, run_before, sanity_function, variable
 
 from commcheck import experiments
@@ -42,7 +43,7 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
     #: Pair every run of the pointer and c_f_pointer variants with an allocatable run just
     #: before it (kernel option ``--baseline``); the allocatable variant runs alone.
     #: :type: bool  :default: ``True``
-    paired = variable(bool, value=True)
+    paired = variable(typ.Bool, value=True)
     num_tasks = 1
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'seed002', 'fortran'}
