@@ -228,12 +228,12 @@ def test_clean_sweep_names_no_node(clean):
 def test_collectives_on_the_partition(clean):
     """One rank per node on all four nodes, every result validated (within one node they run
     on the local site: tests/integration/test_reframe_sessions.py's main job)."""
-    placed = {('fabric', env): tc
-              for env, tc in last_started(clean['cases'], 'Collectives').items()}
-    assert set(placed) == {('fabric', s) for s in INTER_NODE_STACKS}
+    placed = last_started(clean['cases'], 'Collectives')
+    assert set(placed) == INTER_NODE_STACKS
     print('\nstack          partition ranks  allreduce_8B allreduce_64K alltoall_1K  bcast_64K '
           'barrier (us)')
-    for (part, env), tc in sorted(placed.items()):
+    for env, tc in sorted(placed.items()):
+        part = tc['partition']
         assert tc['result'] == 'pass', (part, env, tc.get('fail_reason'))
         assert (tc['num_tasks'], tc['num_tasks_per_node']) == (4, 1), (part, env)
         v = values(tc)

@@ -87,6 +87,7 @@ def summarize(values: list[tuple[float, ...]]) -> tuple[float, ...]:
 
 def measure(site, stacks, binding: str, iters: int) -> dict[str, dict[str, list[tuple]]]:
     """Stack -> program -> one value tuple per round; every stack's kernels built first."""
+    extras = {stack.id: rfmconfig.environment(site, stack)['extras'] for stack in stacks}
     with tempfile.TemporaryDirectory(prefix='commcheck-bench-') as tmp, Progress(
             console=console, transient=True) as progress:
         task = progress.add_task('building', total=len(stacks) * (ROUNDS + 1))
@@ -99,11 +100,11 @@ def measure(site, stacks, binding: str, iters: int) -> dict[str, dict[str, list[
         for rnd in range(ROUNDS):
             for stack in stacks:
                 progress.update(task, description=f'round {rnd + 1}/{ROUNDS}: {stack.id}')
-                extras = rfmconfig.environment(site, stack)['extras']
                 for name, run in (
                         ('commcheck', partial(ours, stack, binding, programs[stack.id], iters)),
                         ('NetPIPE', partial(netpipe, stack, binding, iters, Path(tmp))),
-                        ('osu_latency', partial(osu_latency, stack, binding, extras, iters))):
+                        ('osu_latency', partial(osu_latency, stack, binding, extras[stack.id],
+                                                iters))):
                     value = run()
                     if value:
                         samples[stack.id].setdefault(name, []).append(value)

@@ -42,6 +42,17 @@ def partition_last_level_cache(partition) -> tuple[int | None, str]:
     return host_last_level_cache(), 'the host ReFrame runs on'
 
 
+def sized_from(llc: int | None, where: str) -> str:
+    """What :func:`commcheck.experiments.grid_n` sized the grid from, for the report."""
+    if not llc:
+        return 'no last-level cache found: the fallback grid'
+    cache = f'{llc / (1 << 20):.0f} MiB last-level cache of {where}'
+    if experiments.grid_from_memory(llc):
+        return f'{experiments.GRID_OVER_CACHE}x the {cache}, from memory'
+    return (f'at most {experiments.GRID_IN_CACHE:.0%} of the {cache}: in the cache, as a grid '
+            f'from memory would take {experiments.GRID_OVER_CACHE * llc / 1e9:.1f} GB')
+
+
 class CacheSizedGrid(rfm.RegressionTestPlugin):
     """A grid sized from the node's last-level cache unless given (:func:`commcheck.experiments.
     grid_n`): its two arrays take four times the cache (or, for a cache over 32 MiB, at most a
@@ -76,14 +87,7 @@ class CacheSizedGrid(rfm.RegressionTestPlugin):
         if self.n is None:
             llc, where = partition_last_level_cache(self.current_partition)
             self.n = experiments.grid_n(llc)
-            self.grid_source = ('no last-level cache found: the fallback grid' if not llc else
-                                f'{experiments.GRID_OVER_CACHE}x the {llc / (1 << 20):.0f} MiB '
-                                f'last-level cache of {where}, from memory'
-                                if experiments.grid_from_memory(llc) else
-                                f'at most {experiments.GRID_IN_CACHE:.0%} of the '
-                                f'{llc / (1 << 20):.0f} MiB last-level cache of {where}: in '
-                                f'the cache, as a grid from memory would take '
-                                f'{experiments.GRID_OVER_CACHE * llc / 1e9:.1f} GB')
+            self.grid_source = sized_from(llc, where)
         else:
             self.grid_source = 'n given'
         if self.steps is None:
