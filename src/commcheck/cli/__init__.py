@@ -36,11 +36,13 @@ from commcheck.cli import (  # noqa: E402
     preflight,
     report,
     run,
+    sessions,
     site,
     tools,
 )
 
-COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive)
+COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive,
+            sessions)
 
 
 def parser() -> options.Parser:
