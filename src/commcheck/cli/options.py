@@ -201,7 +201,7 @@ def history_db(text: str) -> Path | str:
     ``postgresql://`` URL (which never carries a password)."""
     from commcheck.results import source
     if source.is_url(text.strip()):
-        problem = source.password_problem(text.strip(), '--db')
+        problem = source.password_problem(text.strip(), 'refused')
         if problem:
             raise argparse.ArgumentTypeError(problem)
         return text.strip()
