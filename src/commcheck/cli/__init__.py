@@ -34,13 +34,15 @@ from commcheck.cli import (  # noqa: E402
     history,
     options,
     preflight,
+    push,
     report,
     run,
     site,
     tools,
 )
 
-COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive)
+COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive,
+            push)
 
 
 def parser() -> options.Parser:
