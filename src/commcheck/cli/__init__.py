@@ -34,6 +34,7 @@ from commcheck.cli import (  # noqa: E402
     history,
     options,
     preflight,
+    push,
     report,
     run,
     sessions,
@@ -42,7 +43,7 @@ from commcheck.cli import (  # noqa: E402
 )
 
 COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive,
-            sessions)
+            push, sessions)
 
 
 def parser() -> options.Parser:

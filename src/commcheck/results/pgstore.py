@@ -55,17 +55,29 @@ line with the address redacted.
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import hashlib
+import json
+import math
+import os
+import time
+import uuid as uuidlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from commcheck import dburl, paths
 from commcheck.errors import UserError
+from commcheck.results.sample_index import numbered
+from commcheck.results.store import HistoryError, ResultsDB, Session, decode_record, warn_stderr
 
 SCHEMA_VERSION = 1              #: bumped with every migration step added to MIGRATIONS
 SCHEMA = 'commcheck'            #: the PostgreSQL schema (namespace) of every table
 #: pg_advisory_xact_lock key taken while the schema is created or migrated
 SCHEMA_LOCK = int.from_bytes(hashlib.sha256(b'commcheck.schema').digest()[:8], 'big') >> 1
 CONNECT_TIMEOUT = 10            #: seconds for libpq to connect (unless the address sets one)
-STATEMENT_TIMEOUT = '120s'      #: longest statement (a push of a year's largest session: ~1 s)
+STATEMENT_TIMEOUT = '120s'      #: longest statement (the COPY of one session's measurements)
 LOCK_TIMEOUT = '30s'            #: longest wait for a lock (a schema migration, a twin push)
 IDLE_TIMEOUT = '300s'           #: a client that stalls inside a transaction is cut off
 #: Test hook: seconds a push sleeps after its inserts, before COMMIT (the kill test uses it).
@@ -126,7 +138,18 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 
 class StoreUnavailable(Exception):
     """The store cannot be reached now (refused, timed out, shut down): the sessions wait in
-    the spool and a later push lands them. The message is one line, the address redacted."""
+    the spool and a later push lands them. The message is one line, the address redacted;
+    ``waiting`` (set by :func:`push`): spool -> how many of its sessions the store lacks."""
+
+    def __init__(self, message: str, waiting: dict[Path, int] | None = None):
+        super().__init__(message)
+        self.reason, self.waiting = message, dict(waiting or {})
+
+    def line(self) -> str:
+        """``history store unavailable: <reason>; N sessions wait in <spool>``."""
+        waits = '; '.join(f'{n} session{"s" if n != 1 else ""} wait{"s" if n == 1 else ""} '
+                          f'in {path}' for path, n in self.waiting.items())
+        return f'history store unavailable: {self.reason}' + (f'; {waits}' if waits else '')
 
 
 class StoreRefused(UserError):
@@ -200,8 +223,12 @@ def failure(err: Exception, address: str) -> Exception:
 
 # -- the schema -----------------------------------------------------------------------------
 def schema_version(conn) -> int | None:
-    """The store's schema version; None where it has no commcheck schema yet."""
-    if conn.execute('SELECT to_regclass(%s)', (f'{SCHEMA}.meta',)).fetchone()[0] is None:
+    """The store's schema version; None where it has no commcheck schema yet. The catalog is
+    read by a query (its snapshot sees a table another client committed meanwhile; a
+    name lookup such as ``to_regclass`` may answer from this session's stale catalog cache)."""
+    if conn.execute('SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n '
+                    "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = 'meta'",
+                    (SCHEMA,)).fetchone()[0] == 0:
         return None
     row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE name = 'schema_version'"
                        ).fetchone()
@@ -252,3 +279,257 @@ def ensure_schema(conn, address: str, create: bool = True) -> int:
     except psycopg.Error as err:
         raise failure(err, address) from None
     return found or 0
+
+
+# -- the spool: where sessions wait ---------------------------------------------------------
+SQLITE_MAGIC = b'SQLite format 3\x00'
+DATABASE, RUN_REPORT = 'results database', 'run report'
+
+
+@dataclasses.dataclass
+class Waiting:
+    """A session in a spool, its record not yet read."""
+    uuid: str
+    start: float                # ReFrame's time_start_unix (0.0 if unknown)
+
+
+class Spool:
+    """Where sessions wait for the store: ReFrame's results database (``reports/results.db``,
+    every session of it) or one ReFrame run report (``--report-file``: one session).
+    Opening validates it: a file that is neither raises :class:`HistoryError` naming it."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            with open(self.path, 'rb') as f:
+                head = f.read(len(SQLITE_MAGIC))
+        except OSError as err:
+            raise HistoryError(f'{self.path}: cannot read ({err.strerror or err})') from None
+        self.kind = DATABASE if head == SQLITE_MAGIC else RUN_REPORT
+        if self.kind == DATABASE:
+            self.db = ResultsDB(self.path)
+            self.sessions = [Waiting(s.uuid, s.time_start) for s in self.db.stored()]
+        else:
+            self.text = self._report_text()
+            self.sessions = [self._report_session()]
+        for waiting in self.sessions:
+            _check_uuid(waiting.uuid, self.path)
+
+    def _report_text(self) -> str:
+        try:
+            raw = self.path.read_bytes()
+            return (gzip.decompress(raw) if raw[:2] == b'\x1f\x8b' else raw).decode('utf-8')
+        except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as err:
+            raise HistoryError(f'{self.path}: not a ReFrame run report or results database '
+                               f'({err})') from None
+
+    def _report_session(self) -> Waiting:
+        try:
+            info = json.loads(self.text).get('session_info')
+        except (ValueError, AttributeError) as err:
+            raise HistoryError(f'{self.path}: not a ReFrame run report or results database '
+                               f'({err or "not a JSON object"})') from None
+        if not isinstance(info, dict) or 'uuid' not in info:
+            raise HistoryError(f'{self.path}: not a ReFrame run report (no session_info.uuid)')
+        start = info.get('time_start_unix')
+        return Waiting(str(info['uuid']), float(start) if _finite(start) else 0.0)
+
+    def records(self, uuids: list[str]) -> Iterator[tuple[str, str]]:
+        """(uuid, the record's text exactly as stored) of the given sessions."""
+        if self.kind == DATABASE:
+            yield from self.db.records(uuids)
+        elif self.sessions[0].uuid in uuids:
+            yield self.sessions[0].uuid, self.text
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
+
+
+def _check_uuid(text: str, path: Path) -> None:
+    try:
+        uuidlib.UUID(text)
+    except ValueError:
+        raise HistoryError(f'{path}: session {text!r} has no valid uuid; not pushed') from None
+
+
+class Ledger:
+    """The sessions of a spool known to be in a store: ``<spool>.pushed``, one line
+    ``<store> <uuid>`` per session (appended, never rewritten), so a push that cannot reach
+    the store still says how many wait. Only a count: the store is asked what it holds."""
+
+    def __init__(self, spool: Path, address: str):
+        self.path = spool.with_name(spool.name + '.pushed')
+        self.store = hashlib.sha256(dburl.redact(address).encode()).hexdigest()[:16]
+
+    def known(self) -> set[str]:
+        try:
+            lines = self.path.read_text(encoding='utf-8', errors='replace').splitlines()
+        except OSError:
+            return set()
+        return {u for s, _, u in (line.partition(' ') for line in lines) if s == self.store}
+
+    def add(self, uuids: list[str]) -> None:
+        """Appended in one write (lines shorter than PIPE_BUF: concurrent pushes never
+        interleave them); a spool whose folder is read-only keeps no ledger."""
+        if not uuids:
+            return
+        try:
+            with open(self.path, 'a', encoding='utf-8') as f:
+                f.write(''.join(f'{self.store} {u}\n' for u in uuids))
+        except OSError:
+            pass
+
+
+# -- pushing --------------------------------------------------------------------------------
+def _digest(provenance: tuple) -> tuple[str, str]:
+    """(sha256, canonical JSON) of a provenance (its sorted (field, value) pairs)."""
+    text = json.dumps(dict(provenance), sort_keys=True, separators=(',', ':'))
+    return hashlib.sha256(text.encode()).hexdigest(), text
+
+
+def cluster_of(session: Session | None) -> str:
+    """The ReFrame system a session ran on (its test cases' most common one)."""
+    systems = Counter(str(c.get('system') or '') for c in session.cases
+                      if not c.get('fixture')) if session else Counter()
+    systems.pop('', None)
+    return systems.most_common(1)[0][0] if systems else ''
+
+
+def _pause() -> None:
+    """Test hook (:data:`PAUSE_ENV`): sleep inside the transaction, after the inserts."""
+    seconds = os.environ.get(PAUSE_ENV, '').strip()
+    if seconds:
+        time.sleep(float(seconds))
+
+
+class Pusher:
+    """Sessions into one store through one connection; each session one transaction."""
+
+    def __init__(self, conn, address: str, site: str, warn: Callable[[str], None]):
+        self.conn, self.address, self.site, self.warn = conn, address, site, warn
+        self._ids: dict[str, int] = {}          # provenance digest -> id (committed rows)
+
+    def held(self, uuids: list[str]) -> set[str]:
+        """Which of these sessions the store holds."""
+        rows = self.conn.execute(f'SELECT uuid::text FROM {SCHEMA}.sessions '
+                                 f'WHERE uuid = ANY(%s::uuid[])', (uuids,)).fetchall()
+        return {r[0] for r in rows}
+
+    def provenance_ids(self, provenances: set[tuple]) -> dict[tuple, int]:
+        """Each provenance's id, stored first where new (in digest order, committed at once:
+        concurrent pushes of the same provenances wait for each other only briefly and
+        never deadlock)."""
+        items = sorted((*_digest(p), p) for p in provenances)
+        new = [(d, t) for d, t, _ in items if d not in self._ids]
+        if new:
+            self.conn.execute(
+                f'INSERT INTO {SCHEMA}.provenances (digest, provenance) SELECT d, p::jsonb '
+                f'FROM unnest(%s::text[], %s::text[]) AS t(d, p) ORDER BY d '
+                f'ON CONFLICT (digest) DO NOTHING', ([d for d, _ in new], [t for _, t in new]))
+            self._ids.update(self.conn.execute(
+                f'SELECT digest, id FROM {SCHEMA}.provenances WHERE digest = ANY(%s)',
+                ([d for d, _ in new],)).fetchall())
+        return {p: self._ids[d] for d, _, p in items}
+
+    def push(self, waiting: Waiting, record: str, kind: str, where: str) -> int | None:
+        """One session and its measurements in one transaction; the number of measurements,
+        or None when the store already held it (nothing written)."""
+        problems: list[str] = []
+        session = decode_record(record, where, problems.append)
+        rows = list(numbered(session.samples)) if session else []
+        ids = self.provenance_ids({s.provenance for _, s in rows})
+        with self.conn.transaction():
+            if self._insert_session(waiting, session, record, kind, len(rows), problems):
+                return None
+            with self.conn.cursor().copy(f'COPY {SCHEMA}.measurements '
+                                         f'({", ".join(MEASUREMENT_COLUMNS)}) FROM STDIN') as cp:
+                for launch, s in rows:
+                    cp.write_row((waiting.uuid, launch, s.time, s.system, s.partition,
+                                  s.environ, s.test, s.variable, s.value, s.unit, s.result,
+                                  s.oversubscribed, ids[s.provenance]))
+            _pause()
+        for problem in problems if session else ():
+            self.warn(problem)
+        return len(rows)
+
+    def _insert_session(self, waiting: Waiting, session: Session | None, record: str,
+                        kind: str, rows: int, problems: list[str]) -> bool:
+        """The session's row; True when the store already held it (ON CONFLICT DO NOTHING:
+        a concurrent push of the same session waits for the first to commit, then finds it)."""
+        info = session.info if session else {}
+        end = info.get('time_end_unix')
+        found = self.conn.execute(
+            f'INSERT INTO {SCHEMA}.sessions (uuid, site, cluster, host, start_unix, end_unix, '
+            f'record, format, source, cases, measurements, problem) VALUES '
+            f'(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) '
+            f'ON CONFLICT (uuid) DO NOTHING RETURNING uuid',
+            (waiting.uuid, self.site, cluster_of(session), str(info.get('hostname') or ''),
+             session.time_start if session and session.time_start else waiting.start,
+             float(end) if _finite(end) else None, record,
+             str(info.get('data_version') or ''), kind, len(session.cases) if session else 0,
+             rows, None if session else (problems[-1] if problems else 'unreadable'))
+        ).fetchone()
+        return found is None
+
+
+@dataclasses.dataclass
+class Outcome:
+    pushed: list[str] = dataclasses.field(default_factory=list)
+    already: list[str] = dataclasses.field(default_factory=list)
+
+
+def waiting(spools: list[Spool], address: str) -> dict[Path, int]:
+    """Spool -> how many of its sessions are not known (from its ledger) to be in the store."""
+    out = {}
+    for spool in spools:
+        known = Ledger(spool.path, address).known()
+        out[spool.path] = len({w.uuid for w in spool.sessions} - known)
+    return {path: n for path, n in out.items() if n}
+
+
+def push(address: str, spools: list[Spool], site: str, say: Callable[[str], None],
+         warn: Callable[[str], None] = warn_stderr) -> Outcome:
+    """Every session of the spools that the store lacks, each in one transaction; a line
+    said per session pushed (and per spool for those already there). Raises
+    :class:`StoreUnavailable` (with what still waits) or :class:`StoreRefused`."""
+    import psycopg
+    outcome = Outcome()
+    try:
+        with connect(address) as conn:
+            ensure_schema(conn, address)
+            pusher = Pusher(conn, address, site, warn)
+            for spool in spools:
+                _push_spool(pusher, spool, Ledger(spool.path, address), outcome, say)
+    except psycopg.Error as err:
+        found = failure(err, address)
+        if not isinstance(found, StoreUnavailable):
+            raise found from None
+        raise StoreUnavailable(found.reason, waiting(spools, address)) from None
+    except StoreUnavailable as err:
+        raise StoreUnavailable(err.reason, waiting(spools, address)) from None
+    return outcome
+
+
+def _push_spool(pusher: Pusher, spool: Spool, ledger: Ledger, outcome: Outcome,
+                say: Callable[[str], None]) -> None:
+    uuids = [w.uuid for w in spool.sessions]
+    held = pusher.held(uuids) if uuids else set()
+    ledger.add(sorted(held - ledger.known()))
+    there = [u for u in uuids if u in held]
+    if len(there) == 1:
+        say(f'already in the store: {there[0]} ({spool.path})')
+    elif there:
+        say(f'already in the store: {len(there)} sessions of {spool.path}')
+    outcome.already.extend(there)
+    todo = {w.uuid: w for w in spool.sessions if w.uuid not in held}
+    for uuid, record in spool.records(list(todo)):
+        count = pusher.push(todo[uuid], record, spool.kind, f'{spool.path} session {uuid}')
+        ledger.add([uuid])
+        if count is None:
+            say(f'already in the store: {uuid} ({spool.path}; pushed meanwhile by another)')
+            outcome.already.append(uuid)
+        else:
+            say(f'pushed {uuid} ({count} measurements, from {spool.path})')
+            outcome.pushed.append(uuid)

@@ -122,10 +122,12 @@ def site_history() -> str | None:
 def configured() -> str | None:
     """The shared store the site configured (``COMMCHECK_HISTORY``, else the site file's
     ``history:``), or None: then the local results database is the history."""
-    if not os.environ.get('COMMCHECK_HISTORY', '').strip() and not site_history():
+    from commcheck import dburl
+    history = None if dburl.from_environment() else site_history()
+    if not dburl.from_environment() and not history:
         return None
     from commcheck.results import pgstore
-    found = pgstore.store_address(None, site_history())
+    found = pgstore.store_address(None, history)
     return found[0] if found else None
 
 
