@@ -65,7 +65,7 @@ class PgServer:
         self.root.chmod(0o711)
         self._as_postgres(str(PG_BIN / 'initdb'), '-D', str(self.data), '-U', SUPERUSER,
                           '--pwfile', str(pwfile), '--auth=scram-sha-256', '-E', 'UTF8',
-                          '--locale=C.UTF-8')
+                          '--locale=C.UTF-8', '--no-sync')
         pwfile.unlink()
 
     def start(self) -> None:
@@ -78,7 +78,7 @@ class PgServer:
                           'stop', check=False)
 
     def remove(self) -> None:
-        self.stop('immediate')
+        self.stop('fast')
         shutil.rmtree(self.root, ignore_errors=True)
 
     # -- addresses --------------------------------------------------------------------------
