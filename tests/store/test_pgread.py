@@ -272,3 +272,20 @@ def test_a_store_without_the_schema_is_refused_in_one_line(pg_store, monkeypatch
     monkeypatch.setenv('PGPASSFILE', str(server.passfile))
     with pytest.raises(source.HistoryUnavailable, match='no commcheck schema'):
         pgread.StoreHistory(server.url(READER, db))
+
+
+def test_a_store_lost_in_the_middle_of_a_read_is_one_line(store_and_file, pg_store):
+    """The reader's connection cut by the server (as a restart or a failover would): the next
+    read raises "history unavailable", it never returns what was read before as a whole."""
+    url, _ = store_and_file
+    server, db = pg_store
+    with source.open_history(url) as history:
+        keys = history.series().keys()
+        with server.connect() as admin:
+            cut = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                                "application_name = 'commcheck read' AND datname = %s",
+                                (db,)).fetchall()
+        assert cut == [(True,)]
+        with pytest.raises(source.HistoryUnavailable) as lost:
+            history.series().launches(keys[0][0])
+    assert str(lost.value).startswith('history unavailable: ') and '\n' not in str(lost.value)
