@@ -174,6 +174,9 @@ def bad_values(action, world: Path) -> list[tuple[str, bool]]:
         out += [(str(world / 'a-dir'), False), (str(world / 'missing.db'), False),
                 (str(world / 'unreadable'), True),
                 ('postgresql://commcheck:not-here@localhost/commcheck', False)]
+    elif kind is options.store_url:
+        out += [(str(world / 'results.db'), False), ('', False),
+                ('postgresql://commcheck:not-here@localhost/commcheck', False)]
     elif kind is options.fraction:
         out += [('0', False), ('1.5', False), ('abc', False), ('nan', False)]
     elif kind is options.positive_number:
