@@ -181,17 +181,21 @@ class StoreHistory(Listing):
     """The shared store as a history source, read in one snapshot (see the module)."""
 
     def __init__(self, address: str, warn: Warn = warn_stderr):
+        import psycopg
         self.address, self.warn = address, warn
         self.where = dburl.redact(address)
         self.conn = _connect(address)
         self._indexed: list[Indexed] | None = None
         try:
             pgstore.ensure_schema(self.conn, address, create=False)
-        except (pgstore.StoreUnavailable, pgstore.StoreRefused) as err:
+            _begin(self.conn, address)
+            self.snapshot = self.query('SELECT pg_export_snapshot()')[0][0]
+        except (pgstore.StoreUnavailable, pgstore.StoreRefused, psycopg.Error) as err:
             self.close()
             raise _unavailable(err, address) from None
-        _begin(self.conn, address)
-        self.snapshot = self.query('SELECT pg_export_snapshot()')[0][0]
+        except HistoryUnavailable:
+            self.close()
+            raise
 
     def query(self, sql: str, params=(), conn=None) -> list[tuple]:
         import psycopg
