@@ -217,6 +217,10 @@ def test_sessions_lists_the_clusters_and_the_gate_compares_a_cluster_with_itself
                '--json', tmp_path / 'g.json') == 2
     err = capsys.readouterr().err
     assert 'gate compares a cluster with itself' in err and not (tmp_path / 'g.json').exists()
+    assert run('compare', '--db', url, '--cluster', 'eiger', '--baseline',
+               refs / 'alps.baseline.json', '--json', tmp_path / 'g.json') == 2
+    err = capsys.readouterr().err
+    assert 'a baseline of cluster alps' in err and not (tmp_path / 'g.json').exists()
     # the same listing from a results database
     assert run('sessions', '--db', tmp_path / 'eiger.db', '--clusters') == 0
     assert 'cluster eiger: 5 session(s)' in capsys.readouterr().out
