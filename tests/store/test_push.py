@@ -303,3 +303,97 @@ def test_no_password_in_any_output_or_process_line(pg_store, tmp_path):
     assert 'commcheck push' in ps and any('pushed ' in s for s in said)
     for role, secret in server.passwords.items():
         assert not [s for s in said if secret in s], role
+
+
+def with_floors(report: dict) -> dict:
+    """A floor beside each PingPong latency (the fixture predates floors), as a launch
+    records it: ``floor_latency_8B`` at a third of the launch's latency."""
+    for case in report['runs'][0]['testcases']:
+        perf = case.get('perfvalues') or {}
+        for name, entry in list(perf.items()):
+            if name.endswith(':latency_8B'):
+                perf[name.replace('latency_8B', 'floor_latency_8B')] = [entry[0] / 3,
+                                                                         *entry[1:]]
+    return report
+
+
+def test_the_dashboard_queries_of_the_docs_give_each_sessions_median(pg_store, tmp_path):
+    import re
+    import statistics
+
+    from tests.conftest import REPO
+    server, db = pg_store
+    init(server, db)
+    reports = [with_floors(r) for r in histories.sessions(3, seed=10, repeat=3)]
+    spool = histories.results_db(tmp_path / 'reports' / 'results.db', reports)
+    assert push(env_for(server, db, 'commcheck_writer', tmp_path)).returncode == 0
+    want: dict = {}
+    for session in store.read_db(spool):
+        for s in session.samples:
+            if (s.system, s.test, s.variable) == ('local', 'PingPong %lang=c', 'latency_8B'):
+                want.setdefault((session.uuid, s.environ), []).append(s.value)
+    text = (REPO / 'docs' / 'shared-history.md').read_text()
+    queries = re.findall(r'```sql\n(.*?)```', text, re.S)
+    assert len(queries) == 2
+    with server.connect('commcheck_reader', db) as conn:
+        panel = conn.execute(queries[0]).fetchall()
+        floors = conn.execute(queries[1]).fetchall()
+    assert len(panel) == len(want) == 6 and all(row[6] == 3 for row in panel)
+    medians = sorted(statistics.median(v) for v in want.values())
+    assert sorted(row[3] for row in panel) == pytest.approx(medians, rel=1e-12)
+    assert all(row[4] <= row[3] <= row[5] for row in panel)
+    assert len(floors) == 6 and all(row[2] == pytest.approx(3.0) for row in floors)
+
+
+def test_a_record_that_does_not_decode_is_stored_with_its_problem_and_no_rows(pg_store,
+                                                                              tmp_path):
+    import sqlite3
+    server, db = pg_store
+    init(server, db)
+    reports = histories.sessions(2, seed=11)
+    spool = histories.results_db(tmp_path / 'reports' / 'results.db', reports)
+    damaged = reports[1]['session_info']['uuid']
+    with sqlite3.connect(spool) as conn:
+        conn.execute("UPDATE sessions SET json_blob = '{\"runs\": ' WHERE uuid = ?", (damaged,))
+    done = push(env_for(server, db, 'commcheck_writer', tmp_path))
+    assert done.returncode == 0 and done.stdout.count('pushed ') == 2, done.stderr
+    with server.connect('commcheck_reader', db) as conn:
+        row = conn.execute('SELECT problem, measurements, record, cluster FROM '
+                           'commcheck.sessions WHERE uuid = %s', (damaged,)).fetchone()
+        rows = conn.execute('SELECT count(*) FROM commcheck.measurements WHERE session = %s',
+                            (damaged,)).fetchone()[0]
+    assert 'unreadable' in row[0] and row[1:] == (0, '{"runs": ', '') and rows == 0
+
+
+@pytest.mark.parametrize('case', ['up', 'down', 'wrong password'])
+def test_run_pushes_at_its_end_in_one_line_whatever_the_store_does(pg_store, tmp_path,
+                                                                   monkeypatch, capsys, case):
+    from commcheck import paths
+    from commcheck.cli import push as push_cli
+    server, db = pg_store
+    init(server, db)
+    spool = histories.results_db(tmp_path / 'results.db', histories.sessions(2, seed=12))
+    monkeypatch.setattr(paths, 'RESULTS_DB', spool)
+    monkeypatch.setenv('PGPASSFILE', str(server.passfile))
+    if case == 'wrong password':
+        wrong = tmp_path / 'pgpass'
+        wrong.write_text('*:*:*:commcheck_writer:wrong\n')
+        wrong.chmod(0o600)
+        monkeypatch.setenv('PGPASSFILE', str(wrong))
+    if case == 'down':
+        server.stop('fast')
+    try:
+        push_cli.after_run(server.url('commcheck_writer', db), 'local')
+    finally:
+        if case == 'down':
+            server.start()
+    out, err = capsys.readouterr()
+    said = (out + err).strip().splitlines()
+    assert len(said) == 1, said
+    assert said[0].startswith({
+        'up': 'commcheck: history store postgresql://commcheck_writer@',
+        'down': 'commcheck: history store unavailable: ',
+        'wrong password': 'commcheck: not pushed to the history store: history store '}[case])
+    assert ('2 session(s) pushed' in said[0]) == (case == 'up')
+    assert (f'2 sessions wait in {spool}' in said[0]) == (case == 'down')
+    assert ('password authentication failed' in said[0]) == (case == 'wrong password')
