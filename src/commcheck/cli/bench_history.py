@@ -163,10 +163,12 @@ def empty_store(url: str, after: bool = False) -> None:
                                  f'bench needs an empty store (it deletes what it pushes)')
 
 
-def table(results: dict[str, dict], repeat: int, widen: int) -> Table:
+def table(results: dict[str, dict], repeat: int, widen: int, clusters: int = 1) -> Table:
     sizes = list(results)
     t = Table(title=f'commcheck bench history: nightly sessions of the source session, '
-                    f'--repeat {repeat} --widen {widen}: wall seconds (CPU seconds) / peak MB; '
+                    f'--repeat {repeat} --widen {widen} --clusters {clusters} (the steps read '
+                    f'the first; "store:" on the shared store): wall seconds (CPU seconds) / '
+                    f'peak MB; '
                     f'exit code if not 0',
               header_style='bold')
     t.add_column('step')
@@ -201,7 +203,7 @@ def main(args) -> int:
             console.print(f'{n} sessions, --repeat {args.repeat} --widen {args.widen}: '
                           f'generating and timing...')
             results[n] = one_size(report, n, args, Path(tmp))
-            console.print(table(results, args.repeat, args.widen))
+            console.print(table(results, args.repeat, args.widen, args.clusters))
     console.print(f'source session: {source}; machine: {_cpu()}; '
                   f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
     return 0
