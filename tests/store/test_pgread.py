@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from commcheck import cli
+from commcheck import cli, paths
 from commcheck.results import history_gen, pgread, pgstore, sample_index, source, store
 from tests.store import histories
 
@@ -293,3 +293,19 @@ def test_a_store_lost_in_the_middle_of_a_read_is_one_line(store_and_file, pg_sto
         with pytest.raises(source.HistoryUnavailable) as lost:
             history.series().launches(keys[0][0])
     assert str(lost.value).startswith('history unavailable: ') and '\n' not in str(lost.value)
+
+
+def test_readers_read_the_store_the_site_file_names(store_and_file, tmp_path, monkeypatch,
+                                                    capsys):
+    """No --db: the store of COMMCHECK_HISTORY, else of the site file's history:."""
+    url, spool = store_and_file
+    site = tmp_path / 'mysite.yaml'
+    example = paths.CONFIG_DIR / 'sites' / 'example-slurm.yaml'
+    site.write_text(example.read_text() + f'history: {url}\n')
+    monkeypatch.setenv('COMMCHECK_SITE', str(site))
+    assert run('sessions', '--clusters') == 0
+    assert capsys.readouterr().out.startswith(f'{url}: 8 session(s) on 1 cluster(s)')
+    monkeypatch.setenv('COMMCHECK_HISTORY', url)
+    assert run('history', '--last', '2', '--json', tmp_path / 'h.json') == 0
+    assert json.loads((tmp_path / 'h.json').read_text())['sessions'] == [
+        s.uuid for s in store.ResultsDB(spool).stored()[-2:]]

@@ -115,8 +115,11 @@ def site_history() -> str | None:
     name = os.environ.get('COMMCHECK_SITE', '').strip()
     if not name or name == 'local':
         return None
-    from commcheck.site import sitefile
-    return sitefile.load_named(name).history
+    from commcheck.site import SiteError, sitefile
+    try:
+        return sitefile.load_named(name).history
+    except SiteError as err:
+        raise SiteError(f'COMMCHECK_SITE={name}: {err}') from None
 
 
 def configured() -> str | None:
