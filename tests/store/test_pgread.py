@@ -223,7 +223,8 @@ def test_sessions_lists_the_clusters_and_the_gate_compares_a_cluster_with_itself
     assert 'a baseline of cluster alps' in err and not (tmp_path / 'g.json').exists()
     # the same listing from a results database
     assert run('sessions', '--db', tmp_path / 'eiger.db', '--clusters') == 0
-    assert 'cluster eiger: 5 session(s)' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert 'cluster eiger: 5 session(s)' in out and 'host(s) eiger-login' in out
 
 
 def test_a_damaged_stored_record_or_value_is_named(store_and_file, pg_store, tmp_path,
