@@ -145,6 +145,7 @@ def subcommands(parser=None, prefix=()) -> list[tuple[tuple[str, ...], argparse.
 
 #: Values that name nothing that exists, per option (types cannot know what exists).
 UNKNOWN = {'--site': 'no-such-site', '--stack': 'no-such-stack', '--system': 'no-such-system',
+           '--cluster': 'no-such-cluster',
            '--environ': 'no-such-env', '--against': 'no-such-env', '--session': 'ffffffff',
            '--baseline-session': 'ffffffff', 'session': 'ffffffff'}
 
