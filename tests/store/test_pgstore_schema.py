@@ -30,9 +30,12 @@ def test_every_connection_sets_its_timeouts_and_name(pg_store, monkeypatch):
                             "current_setting('application_name')").fetchone()
         assert conn.info.get_parameters()['connect_timeout'] == str(pgstore.CONNECT_TIMEOUT)
     assert said == ('2min', '30s', '5min', 'commcheck compare')
-    given = server.url('commcheck_reader', db) + '&connect_timeout=3'
+    given = server.url('commcheck_reader', db) + \
+        '&connect_timeout=3&options=-c%20statement_timeout%3D7s'
     with pgstore.connect(given) as conn:
         assert conn.info.get_parameters()['connect_timeout'] == '3'
+        assert conn.execute('SHOW statement_timeout').fetchone()[0] == '7s'
+        assert conn.execute('SHOW lock_timeout').fetchone()[0] == '30s'
 
 
 def test_a_store_that_cannot_be_reached_or_refuses_is_told_apart(pg_store, monkeypatch):
