@@ -423,3 +423,20 @@ def test_the_store_stopped_inside_a_push_is_unavailable_and_the_next_push_lands_
     done = push(env)
     assert done.returncode == 0 and 'pushed ' in done.stdout, done.stderr
     assert counts(server, db) == (1, histories.measurement_count(report))
+
+
+def test_the_same_sessions_pushed_by_four_writers_at_once_land_once(pg_store, tmp_path):
+    server, db = pg_store
+    init(server, db)
+    reports = histories.sessions(5, seed=14)
+    spool = histories.results_db(tmp_path / 'results.db', reports)
+    procs = []
+    for w in range(4):
+        env = env_for(server, db, 'commcheck_writer', tmp_path / f'w{w}')
+        procs.append(subprocess.Popen([commcheck_cmd(), 'push', str(spool)], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    outs = [(p.communicate(timeout=240), p.returncode) for p in procs]
+    assert [code for _, code in outs] == [0] * 4, outs
+    landed = sum(line.startswith('pushed ') for (out, _), _ in outs for line in out.splitlines())
+    assert landed == 5, outs
+    assert counts(server, db) == (5, sum(map(histories.measurement_count, reports)))
