@@ -69,7 +69,10 @@ class PgServer:
         pwfile.unlink()
 
     def start(self) -> None:
-        opts = f"-c unix_socket_directories={self.socket} -c listen_addresses='' -p {self.port}"
+        # fsync off: a throw-away cluster need not survive a crash of the machine, and its
+        # stops (a checkpoint each) and commits do not wait for a disk shared with other jobs.
+        opts = (f"-c unix_socket_directories={self.socket} -c listen_addresses='' "
+                f"-p {self.port} -c fsync=off")
         self._as_postgres(str(PG_BIN / 'pg_ctl'), '-D', str(self.data), '-l', str(self.log),
                           '-w', '-t', '60', '-o', opts, 'start')
 

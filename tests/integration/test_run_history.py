@@ -25,6 +25,7 @@ def test_store_stopped_during_a_run_then_the_push_lands_the_session(pg_store, tm
     run = subprocess.Popen([commcheck_cmd(), 'run', '--no-report', '--', '-n', 'PingPong%lang=c',
                             '--mode', 'quick', '-p', STACKS[0].name], env=env, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    ps = subprocess.run(['ps', '-eww', '-o', 'args'], capture_output=True, text=True).stdout
     server.stop('fast')                 # the store goes away while ReFrame builds and runs
     try:
         out, err = run.communicate(timeout=1800)
@@ -40,3 +41,10 @@ def test_store_stopped_during_a_run_then_the_push_lands_the_session(pg_store, tm
     stored, local = stored_values(server, db), local_values(spool)
     assert stored.keys() == local.keys() and len(local) == counts(server, db)[1] > 0
     assert all(float(stored[k][0]).hex() == float(local[k][0]).hex() for k in local)
+    # No password in the run's and the push's output, the process lines, or any file the run
+    # wrote (run report, perflogs, ReFrame's log and database, the ledger).
+    written = [p.read_bytes() for p in Path(env['COMMCHECK_REPORTS']).rglob('*') if p.is_file()]
+    assert 'commcheck run' in ps and written
+    for secret in server.passwords.values():
+        assert secret not in out + err + ps + done.stdout + done.stderr
+        assert not [b for b in written if secret.encode() in b]

@@ -397,3 +397,46 @@ def test_run_pushes_at_its_end_in_one_line_whatever_the_store_does(pg_store, tmp
     assert ('2 session(s) pushed' in said[0]) == (case == 'up')
     assert (f'2 sessions wait in {spool}' in said[0]) == (case == 'down')
     assert ('password authentication failed' in said[0]) == (case == 'wrong password')
+
+
+def test_the_store_stopped_inside_a_push_is_unavailable_and_the_next_push_lands_it(
+        pg_store, tmp_path):
+    server, db = pg_store
+    init(server, db)
+    report = histories.sessions(1, seed=13)[0]
+    spool = histories.results_db(tmp_path / 'reports' / 'results.db', [report])
+    env = env_for(server, db, 'commcheck_writer', tmp_path)
+    proc = subprocess.Popen([commcheck_cmd(), 'push'], text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**env, pgstore.PAUSE_ENV: '5'})
+    try:
+        assert _in_transaction(server), 'the push never reached its pause'
+        server.stop('fast')             # the server ends the push's session mid-transaction
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        server.start()
+    assert proc.returncode == 3, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('ERROR: history store unavailable: ')
+    assert lines[0].endswith(f'; 1 session waits in {spool}')
+    assert counts(server, db) == (0, 0)
+    done = push(env)
+    assert done.returncode == 0 and 'pushed ' in done.stdout, done.stderr
+    assert counts(server, db) == (1, histories.measurement_count(report))
+
+
+def test_the_same_sessions_pushed_by_four_writers_at_once_land_once(pg_store, tmp_path):
+    server, db = pg_store
+    init(server, db)
+    reports = histories.sessions(5, seed=14)
+    spool = histories.results_db(tmp_path / 'results.db', reports)
+    procs = []
+    for w in range(4):
+        env = env_for(server, db, 'commcheck_writer', tmp_path / f'w{w}')
+        procs.append(subprocess.Popen([commcheck_cmd(), 'push', str(spool)], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    outs = [(p.communicate(timeout=240), p.returncode) for p in procs]
+    assert [code for _, code in outs] == [0] * 4, outs
+    landed = sum(line.startswith('pushed ') for (out, _), _ in outs for line in out.splitlines())
+    assert landed == 5, outs
+    assert counts(server, db) == (5, sum(map(histories.measurement_count, reports)))
