@@ -1,7 +1,7 @@
 """The documents stay true: every relative link and #anchor in README.md and docs/*.md resolves
-(GitHub's anchor rule), and so does every docs/ link in the code's comments; every
-``commcheck ...`` line in the README's code blocks parses with the current command line (a dry
-parse: nothing runs); every environment variable of the README's settings table is read in
+(GitHub's anchor rule), and so does every docs/ link in the code's comments and site files;
+every ``commcheck ...`` line in the README's code blocks parses with the current command line (a
+dry parse: nothing runs); every environment variable of the README's settings table is read in
 src/ or config/. Each check is also fed a planted fault, in a temporary copy, and must name it.
 """
 
@@ -122,9 +122,12 @@ def broken_links(root: Path) -> list[str]:
 
 
 def broken_code_links(root: Path) -> list[str]:
-    """docs/... links in the code's comments (where dated measurements went)."""
+    """docs/... links in the code's comments (where dated measurements went) and the site
+    files'."""
     problems = []
-    for source in sorted((root / 'src').rglob('*.py')):
+    sources = [p for d in ('src', 'checks', 'config') for p in sorted((root / d).rglob('*'))
+               if p.suffix in ('.py', '.yaml')]
+    for source in sources:
         for number, line in enumerate(source.read_text(encoding='utf-8').splitlines(), 1):
             for target in CODE_DOC_LINK.findall(line):
                 problem = resolve(root / 'README.md', target, root)
