@@ -46,7 +46,7 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     #: median of medians, or the best batch): a transient slows one pass, a bad link all.
     #: :type: int :default: 1
     passes = variable(int, value=1)
-    #: Rounds to run, spread over the schedule (0: all N-1; see the README's cost table).
+    #: Rounds to run, spread over the schedule (0: all N-1; see docs/fabric.md#cost).
     #: :type: int :default: 0
     rounds = variable(int, value=0)
     #: The pairs of a round one after another instead of at once (nodes that share CPUs).

@@ -229,10 +229,8 @@ _FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
 #: ranks' halves nearly fit the cache: 2 ranks' STREAM read 2.1-2.7x one rank's.
 GRID_OVER_CACHE = 4
 #: The largest grid, from memory (4x a 32 MiB cache) or inside a cache: allocating, touching
-#: and verifying larger arrays costs more than the measurement. On a 2-core VM (2026-11-27) a
-#: 1-rank stencil launch took 2.0 s at 2040^2, 2.5 s at 2940^2 (138 MB, 4x 32 MiB), 3.3 s at
-#: 4140^2 (4x 64 MiB) and 15.8 s at 8280^2 (4x 260 MiB), and 2940^2 already took the main job
-#: from 11.5 to 14.5 min; a larger cache gets a grid inside it instead.
+#: and verifying larger arrays costs more than the measurement (the times per grid size:
+#: docs/measurements.md#the-stencils-grid); a larger cache gets a grid inside it instead.
 MAX_GRID = GRID_OVER_CACHE * (32 << 20)
 #: A grid inside the cache takes at most this fraction of it, so every rank count runs from
 #: the cache (and the STREAM bound with it).

@@ -343,7 +343,7 @@ def _with_func(parser, func):
 
 
 def test_the_iters_bound_is_the_kernels_own():
-    header = (paths.KERNELS_SRC / 'common' / 'cc_payload.h').read_text()
+    header = (paths.KERNELS_SRC / 'common' / 'cc_sweep.h').read_text()
     found = re.search(r'cc_parse_int\("--iters", v, (\d+), (\d+)\)', header)
     assert found and int(found.group(2)) == bench_cli.KERNEL_MAX_ITERS
     assert int(found.group(1)) == 1

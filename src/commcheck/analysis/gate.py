@@ -233,8 +233,7 @@ def decide(low: float, high: float, threshold: float, rank_ok: bool = True) -> s
 def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:
     """Whether MPI's own cost grew by more than a move of the floor can explain.
 
-    MPI's cost is not proportional to the floor (across this VM's regimes MPICH took 1.7-2.3x
-    its floor; with busy loops on the cores MPI slowed more than the floor): a machine whose
+    MPI's cost is not proportional to the floor (measured: docs/gate.md#the-model): a machine whose
     floor moved by d (log) can shift the ratio by up to d either way for any response between
     none and double. So once the floor moved, only the part of the cost's interval beyond |d|
     is the software's."""
@@ -249,9 +248,7 @@ def verdict(cost: Outcome, floor: Outcome | None) -> str:
     moved = floor.outcome in (WORSE, BETTER)
     if cost.outcome == WORSE:
         # Unless the floor held, its move bounds what is the software's, decided or not: an
-        # undecided one too (MPI's bandwidth +3.6 % while the 1 MiB floor ran twice as fast, a
-        # clean rerun of 2026-11-27, put its own cost +91 % [+46 %, +192 %] worse, inside the
-        # floor's -51 % [-68 %, -26 %]).
+        # undecided one too (a measured case: docs/gate.md#verdicts).
         if floor.outcome != SAME and not beyond_the_floor(cost, floor):
             return MACHINE_CHANGED if moved else CANNOT_TELL
         return BOTH if floor.outcome == WORSE else MPI_REGRESSED

@@ -1,7 +1,7 @@
 """``commcheck bench [pingpong|gate]``: benchmarks, not tests (:mod:`commcheck.cli.bench_pingpong`,
 :mod:`commcheck.cli.bench_gate`). Their options are checked here before anything is built: the
 stack by name (unknown: the known ones listed), ``--iters`` within the range the kernels
-accept (``src/kernels/common/cc_payload.h``), ``--launches`` enough for one comparison.
+accept (``src/kernels/common/cc_sweep.h``), ``--launches`` enough for one comparison.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from commcheck.cli import options
 from commcheck.errors import UserError
 
-#: The largest ``--iters`` the C kernels accept (cc_parse_int in cc_payload.h).
+#: The largest ``--iters`` the C kernels accept (cc_parse_int in cc_sweep.h).
 KERNEL_MAX_ITERS = 1_000_000_000
 
 

@@ -396,27 +396,6 @@ def read_selected(path: str | Path, warn: Warn = warn_stderr, *, cases: bool = T
     return db.load(db.choose(**selection), warn, cases=cases)
 
 
-def select(sessions: list[Session], *, uuids: Iterable[str] = (), last: int | None = None,
-           since: float | None = None, until: float | None = None) -> list[Session]:
-    """Sessions by uuid (prefixes allowed), or the last N, or a time range."""
-    chosen = sessions
-    wanted = list(uuids)
-    if wanted:
-        picked = []
-        for want in wanted:
-            found = [s for s in sessions if s.uuid.startswith(want)]
-            _exactly_one(want, [s.uuid for s in found])
-            picked.append(found[0])
-        chosen = picked
-    if since is not None:
-        chosen = [s for s in chosen if s.time_start >= since]
-    if until is not None:
-        chosen = [s for s in chosen if s.time_start <= until]
-    if last is not None:
-        chosen = chosen[-last:] if last > 0 else []
-    return chosen
-
-
 PERFLOG_NAMES = ('*.log', '*.log.h[0-9]*', '*.log.damaged-*')
 
 

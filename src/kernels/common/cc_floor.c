@@ -1,6 +1,7 @@
 /* The hardware floor of a two-rank sweep (see cc_floor.h). */
 #include "cc_floor.h"
 #include "cc_payload.h"
+#include "cc_util.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

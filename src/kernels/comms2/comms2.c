@@ -1,7 +1,7 @@
 /* Simultaneous exchange between two ranks (Parkbench COMMS2 of seed 003): both ranks send
  * at once, so the link is used in both directions; exchanges are timed per size in batches,
  * and the median of the batch means is reported. */
-#include "cc_payload.h"
+#include "cc_sweep.h"
 
 static const char *usage =
     "Usage: comms2-c [options]   (exactly 2 ranks)\n"

@@ -3,7 +3,7 @@
  * each alltoall block and each bcast message by its stamps (sender, destination, call number;
  * the whole payload of the last call). The time of a size is the slowest rank's median of
  * batch means: a collective is done when its last rank is. */
-#include "cc_payload.h"
+#include "cc_sweep.h"
 
 static const char *usage =
     "Usage: collectives-c [options]   (at least 2 ranks)\n"

@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 #include "cc_payload.h"
+#include "cc_util.h"
 
 static const char *usage =
     "Usage: pairsweep-c [options]   (at least 2 ranks, one per node)\n"

@@ -1,7 +1,7 @@
 /* Ping-pong between two ranks (seeds 000/004 and 001; Parkbench COMMS1 of seed 003):
  * rank 0 sends a message, rank 1 sends one back; round trips are timed per size in batches,
  * and the median of the batch means is reported. */
-#include "cc_payload.h"
+#include "cc_sweep.h"
 
 static const char *usage =
     "Usage: pingpong-c [options]   (exactly 2 ranks)\n"

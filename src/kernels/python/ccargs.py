@@ -1,5 +1,5 @@
 """The command line of the Python kernels, read as the C kernels read theirs (cc_util.h,
-cc_payload.h): long options only, ``--name value``; every rank parses the same arguments and
+cc_sweep.h): long options only, ``--name value``; every rank parses the same arguments and
 so reaches the same usage error."""
 
 from __future__ import annotations

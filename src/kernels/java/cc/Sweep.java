@@ -5,7 +5,7 @@ import mpi.MPIException;
 
 /**
  * The two-rank message sweeps (PingPong, Comms2): their command line and timing loop, as
- * cc_payload.h, plus batches and the time of the run's first message.
+ * cc_sweep.h, plus batches and the time of the run's first message.
  */
 final class Sweep {
     /** One iteration of a sweep: number `it` (negative: warm-up). */
