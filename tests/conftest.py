@@ -76,3 +76,30 @@ def isolated_env(tmp_path):
 
 def commcheck_cmd() -> str:
     return shutil.which('commcheck', path=str(BIN)) or 'commcheck'
+
+
+@pytest.fixture(scope='session')
+def pg_server():
+    """A real PostgreSQL 15 server for this test session (tests/pgserver.py), stopped and
+    removed at the end. Missing: a skip, and under CI=true a failure."""
+    from tests import pgserver
+    why = pgserver.missing()
+    if why:
+        if IN_CI:
+            pytest.fail(f'CI=true and {why}')
+        pytest.skip(why)
+    server = pgserver.PgServer()
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def pg_store(pg_server):
+    """A database of its own on ``pg_server``, with the store's roles (owner, writer, reader)
+    but no tables yet: (server, database name). ``server.url(role, db)`` addresses it;
+    ``server.env()`` gives a subprocess the PGPASSFILE."""
+    return pg_server, pg_server.new_database()

@@ -170,6 +170,10 @@ def bad_values(action, world: Path) -> list[tuple[str, bool]]:
     elif kind is options.existing_file:
         out += [(str(world / 'a-dir'), False), (str(world / 'missing.db'), False),
                 (str(world / 'unreadable'), True)]
+    elif kind is options.history_db:        # a file as above, or a store URL: no password
+        out += [(str(world / 'a-dir'), False), (str(world / 'missing.db'), False),
+                (str(world / 'unreadable'), True),
+                ('postgresql://commcheck:not-here@localhost/commcheck', False)]
     elif kind is options.fraction:
         out += [('0', False), ('1.5', False), ('abc', False), ('nan', False)]
     elif kind is options.positive_number:

@@ -34,13 +34,16 @@ from commcheck.cli import (  # noqa: E402
     history,
     options,
     preflight,
+    push,
     report,
     run,
+    sessions,
     site,
     tools,
 )
 
-COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive)
+COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive,
+            push, sessions)
 
 
 def parser() -> options.Parser:

@@ -7,12 +7,12 @@ import datetime
 
 from commcheck import paths
 from commcheck.cli import options
-from commcheck.cli.selection import reports_dir_usable
+from commcheck.cli.selection import history, reports_dir_usable
 
 
 def add_parsers(sub) -> None:
-    arch = sub.add_parser('archive', help='move old sessions out of the results database '
-                                          '(copied, verified, then deleted)')
+    arch = sub.add_parser('archive', help='move old sessions out of the results database or '
+                                          'the shared store (copied, verified, then deleted)')
     arch.add_argument('--before', type=options.date, required=True,
                       help='sessions started before this date (YYYY-MM-DD[THH:MM])')
     options.add_db(arch)
@@ -22,14 +22,14 @@ def add_parsers(sub) -> None:
 
 
 def cmd_archive(args) -> int:
-    from commcheck.results import archive
-    db = args.db or paths.RESULTS_DB
     if not args.into:
         reports_dir_usable('the archive database')
     into = args.into or paths.REPORTS_DIR / 'archive.db'
-    moved = archive.move(db, args.before, into)
+    with history(args) as stored:
+        moved = stored.archive(args.before, into)
+        where = stored.where
     when = datetime.datetime.fromtimestamp(args.before).isoformat(' ', 'minutes')
     span = f' ({moved[0].uuid} ... {moved[-1].uuid})' if moved else ''
-    print(f'commcheck: moved {len(moved)} session(s) started before {when} from {db} to '
+    print(f'commcheck: moved {len(moved)} session(s) started before {when} from {where} to '
           f'{into}{span}')
     return 0

@@ -4,15 +4,16 @@ are :mod:`commcheck.analysis.baseline`'s)."""
 from __future__ import annotations
 
 from commcheck.cli import options
-from commcheck.cli.selection import ref_dir, selected
+from commcheck.cli.selection import history, ref_dir, selected
 from commcheck.errors import UserError
 
 
 def add_parsers(sub) -> None:
     base = sub.add_parser('baseline', help='write references from stored launches')
     options.add_selection(base, 'baseline from this')
-    base.add_argument('--system', type=options.name,
-                      help='the system to baseline (default: the only one)')
+    base.add_argument('--system', '--cluster', type=options.name,
+                      help='the system (cluster) to baseline, from its sessions only '
+                           '(default: the only one)')
     from commcheck.analysis.baseline import Policy  # the defaults are the policy's, said once
     base.add_argument('--min-samples', type=options.positive_int,
                       help=f'launches a variable needs (default {Policy.min_samples})')
@@ -30,7 +31,8 @@ def cmd_baseline(args) -> int:
     from commcheck.analysis import baseline
     from commcheck.results import store
     refs = ref_dir(args)
-    sessions = selected(args, store.warn_stderr)
+    with history(args) as stored:
+        sessions = selected(args, stored, store.warn_stderr)
     systems = sorted({s.system for sess in sessions for s in sess.samples})
     if args.system:
         if args.system not in systems:

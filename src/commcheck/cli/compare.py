@@ -13,9 +13,9 @@ from commcheck import console as textconsole
 from commcheck import paths
 from commcheck.analysis import baseline, gate, junit, trend
 from commcheck.cli import options
-from commcheck.cli.selection import describe, keep, no_match, reports_dir_usable, wanted
+from commcheck.cli.selection import describe, history, keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
-from commcheck.results import sample_index, store
+from commcheck.results import store
 from commcheck.results.store import HistoryError
 
 # A terminal's own width; in a CI log or a pipe, wide enough that rows stay one line.
@@ -26,6 +26,7 @@ def add_parsers(sub) -> None:
     comp = sub.add_parser('compare', help='the gate: flag regressions against the baseline')
     options.add_db(comp)
     options.add_sessions(comp, 'session(s) to judge (default: the newest)')
+    options.add_cluster(comp)
     comp.add_argument('--baseline', type=options.existing_file,
                       help='baseline file (default: <references>/<system>.baseline.json)')
     comp.add_argument('--baseline-session', action='append', metavar='UUID',
@@ -65,12 +66,13 @@ def cmd_compare(args) -> int:
         problem = options.path_problem(paths.REPORTS_DIR / 'gate', 'directory', parents=True)
         if problem:
             raise UserError(f'{problem} (where the comparison is written; or give --json)')
-    try:
-        return _compare(args)
-    except store.HistoryError as err:
-        raise no_match(args.db or paths.RESULTS_DB, err,
-                       describe(args) if args.session or args.baseline_session
-                       else 'the newest session') from None
+    with history(args) as stored:
+        try:
+            return _compare(args, stored)
+        except store.HistoryError as err:
+            raise no_match(stored, err,
+                           describe(args) if args.session or args.baseline_session
+                           else 'the newest session') from None
 
 
 def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
@@ -85,11 +87,12 @@ def _env_pair(samples, old: str, new: str) -> tuple[dict, dict]:
     return base, now
 
 
-def _baseline_samples(args, judged, db: store.ResultsDB) -> tuple[dict, str]:
+def _baseline_samples(args, judged, db: store.Listing) -> tuple[dict, str]:
     if args.baseline_session:
         chosen = db.load([db.resolve(u) for u in args.baseline_session], store.warn_stderr,
                          cases=False, wanted=wanted(args.all))
         samples = [s for sess in chosen for s in sess.samples if keep(s, args.all)]
+        _same_clusters(judged, samples)
         return store.group(samples), f'sessions {", ".join(s.uuid[:8] for s in chosen)}'
     systems = sorted({s.system for s in judged})
     ref_dir = paths.references_dir()
@@ -102,7 +105,17 @@ def _baseline_samples(args, judged, db: store.ResultsDB) -> tuple[dict, str]:
     return out, ', '.join(names)
 
 
-def _since(regressed: list[gate.Comparison], base: dict, db: store.ResultsDB) -> dict:
+def _same_clusters(judged: list, base: list) -> None:
+    """The gate compares like with like: baseline sessions of another cluster (ReFrame
+    system) than the judged ones are refused, not judged as "no baseline"."""
+    now, then = {s.system for s in judged}, {s.system for s in base}
+    if then and not then & now:
+        raise UserError(f'--baseline-session: the baseline sessions ran on cluster(s) '
+                        f'{", ".join(sorted(then))}, the judged ones on '
+                        f'{", ".join(sorted(now))}: the gate compares a cluster with itself')
+
+
+def _since(regressed: list[gate.Comparison], base: dict, db) -> dict:
     """Where each regressed variable's shift started, if found, in the stored sessions from
     the baseline's first session on: only these sessions, and only these variables, are read
     from the sample index, so the cost does not grow with the years stored before the
@@ -110,7 +123,7 @@ def _since(regressed: list[gate.Comparison], base: dict, db: store.ResultsDB) ->
     searches the whole history). Where no index exists none is built, and a line says so."""
     if not regressed:
         return {}
-    if not sample_index.index_path(db.path).exists():
+    if not db.has_series():
         console.print('since when: not looked up: no sample index yet (`commcheck history` or '
                       'the report makes it; compare does not build one)')
         return {}
@@ -118,8 +131,7 @@ def _since(regressed: list[gate.Comparison], base: dict, db: store.ResultsDB) ->
     stored = db.stored()
     first = [i for i, st in enumerate(stored) if st.uuid in sessions]
     window = stored[min(first):] if first else stored
-    index = sample_index.open_index(db, store.warn_stderr, only=[s.uuid for s in window])
-    try:
+    with db.series(only=[s.uuid for s in window]) as index:
         chosen = index.sessions(window)
         when = {s.uuid: s.when for s in chosen}
         out = {}
@@ -128,8 +140,6 @@ def _since(regressed: list[gate.Comparison], base: dict, db: store.ResultsDB) ->
                                  comp.key)
             out[comp.key] = found[-1].as_dict() if found else None
         return out
-    finally:
-        index.close()
 
 
 def _num(value) -> str:
@@ -230,14 +240,15 @@ def _explain(comparisons, settings: gate.Settings) -> None:
                   f'apart.')
 
 
-def _compare(args) -> int:
+def _compare(args, db) -> int:
     if bool(args.environ) != bool(args.against):
         raise HistoryError('--environ OLD and --against NEW go together')
-    db = store.ResultsDB(args.db or paths.RESULTS_DB)
-    chosen = db.choose(uuids=args.session or (), last=None if args.session else 1)
+    chosen = db.choose(uuids=args.session or (), last=None if args.session else 1,
+                       cluster=args.cluster)
     judged_sessions = db.load(chosen, store.warn_stderr, cases=False, wanted=wanted(args.all))
     if not judged_sessions:
-        raise HistoryError(f'{db.path}: no readable stored session to judge')
+        raise HistoryError(f'{db.where}: no readable stored session to judge'
+                           + (f' on cluster {args.cluster}' if args.cluster else ''))
     judged = [s for sess in judged_sessions for s in sess.samples if keep(s, args.all)]
     label = ', '.join(s.uuid for s in judged_sessions)
     if args.environ:

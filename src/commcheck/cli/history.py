@@ -9,12 +9,11 @@ import re
 from rich.table import Table
 
 from commcheck import console as textconsole
-from commcheck import paths
 from commcheck.analysis import trend
 from commcheck.cli import options
-from commcheck.cli.selection import describe, keep_key, no_match
+from commcheck.cli.selection import cluster, describe, history, keep_key, no_match
 from commcheck.errors import EXIT_OK
-from commcheck.results import sample_index, store
+from commcheck.results import store
 from commcheck.results.store import HistoryError
 
 console = textconsole.make()
@@ -23,6 +22,7 @@ console = textconsole.make()
 def add_parsers(sub) -> None:
     hist = sub.add_parser('history', help='change points over stored sessions')
     options.add_selection(hist, 'history over this')
+    options.add_cluster(hist)
     hist.add_argument('--match', type=options.pattern, default='',
                       help='regex on "environ test variable"')
     options.add_all(hist)
@@ -31,13 +31,14 @@ def add_parsers(sub) -> None:
 
 
 def cmd_history(args) -> int:
-    try:
-        return _history(args)
-    except store.HistoryError as err:
-        raise no_match(args.db or paths.RESULTS_DB, err, describe(args)) from None
+    with history(args) as stored:
+        try:
+            return _history(args, stored)
+        except store.HistoryError as err:
+            raise no_match(stored, err, describe(args)) from None
 
 
-def _search(index: sample_index.SampleIndex, sessions: list, everything: bool, pattern):
+def _search(index, sessions: list, everything: bool, pattern):
     """(series, change points) of each variable the selection keeps, one variable at a time
     (in a process per core on a long history, each through its own connection)."""
     when = {s.uuid: s.when for s in sessions}
@@ -52,20 +53,16 @@ def _search(index: sample_index.SampleIndex, sessions: list, everything: bool, p
     return trend.search(keys, run)
 
 
-def _history(args) -> int:
-    db = store.ResultsDB(args.db or paths.RESULTS_DB)
-    chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
-                       until=args.until)
+def _history(args, stored) -> int:
+    chosen = stored.choose(uuids=args.session or (), last=args.last, since=args.since,
+                           until=args.until, cluster=cluster(args))
     if not chosen:
-        raise HistoryError(f'{db.path}: no session matches the selection')
+        raise HistoryError(f'{stored.where}: no session matches the selection')
     pattern = re.compile(args.match) if args.match else None
     with console.status('searching change points...'):
-        index = sample_index.open_index(db, store.warn_stderr)
-        try:
+        with stored.series() as index:
             sessions = index.sessions(chosen)
             series, points = _search(index, sessions, args.all, pattern)
-        finally:
-            index.close()
     table = Table(title=f'commcheck history: {len(sessions)} sessions, {len(series)} variables',
                   header_style='bold')
     for col in ('variable', 'sessions', 'first', 'latest', 'change points'):

@@ -196,9 +196,30 @@ def existing_file(text: str) -> Path:
 
 
 # -- options several commands share ------------------------------------------------------------
+def history_db(text: str) -> Path | str:
+    """``--db``: a ReFrame results database file to read, or the shared store's
+    ``postgresql://`` URL (which never carries a password)."""
+    from commcheck.results import source
+    if source.is_url(text.strip()):
+        problem = source.password_problem(text.strip(), 'refused')
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return text.strip()
+    return existing_file(text)
+
+
+history_db.__name__ = 'results database or postgresql:// URL'
+
+
 def add_db(p) -> None:
-    p.add_argument('--db', type=existing_file,
-                   help='ReFrame results database (default: reports/results.db)')
+    p.add_argument('--db', type=history_db,
+                   help='ReFrame results database, or the shared store as postgresql://... '
+                        '(default: the configured store, else reports/results.db)')
+
+
+def add_cluster(p) -> None:
+    p.add_argument('--cluster', type=name,
+                   help='only sessions of this cluster (ReFrame system)')
 
 
 def add_sessions(p, what: str) -> None:

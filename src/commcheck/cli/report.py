@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from commcheck import paths
 from commcheck.cli import options
-from commcheck.cli.selection import no_match, reports_dir_usable
+from commcheck.cli.selection import history, no_match, reports_dir_usable
 
 
 def add_parsers(sub) -> None:
@@ -25,12 +25,13 @@ def cmd_report(args) -> int:
     out_root = args.out or paths.REPORTS_DIR
     if not args.out:
         reports_dir_usable('the report')
-    db = args.db or paths.RESULTS_DB
     said: list[str] = []       # warnings, held back: when nothing matches, the error says it
-    try:
-        out = entry.report_of_stored(db, args.session, out_root, paths.REPORTS_DIR, said.append)
-    except HistoryError as err:
-        raise no_match(db, err, ' '.join(args.session) or 'the newest session') from None
+    with history(args, said.append) as db:
+        try:
+            out = entry.report_of_stored(db, args.session, out_root, paths.REPORTS_DIR,
+                                         said.append)
+        except HistoryError as err:
+            raise no_match(db, err, ' '.join(args.session) or 'the newest session') from None
     for line in said:
         store.warn_stderr(line)
     print(out)

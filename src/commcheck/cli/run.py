@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from commcheck import paths
-from commcheck.cli import guard, options, runstate
+from commcheck.cli import guard, options, push, runstate
 from commcheck.errors import EXIT_INTERNAL, EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, UserError
 
 NOTHING_RAN = re.compile(r'Ran 0/0 test case')
@@ -108,6 +108,7 @@ def _setup(args):
     if found:
         raise UserError(found[0] + (f' (and {len(found) - 1} more: commcheck preflight)'
                                     if len(found) > 1 else ''))
+    args.history = push.store_for_run(site)     # a password in it: refused before the run
     lock = runstate.RunLock(paths.STATE_DIR)
     lock.acquire(sys.argv)
     return site, lock
@@ -175,6 +176,8 @@ def cmd_run(args) -> int:
         out = entry.report_of_run(produced[-1], paths.REPORTS_DIR, paths.RESULTS_DB)
         if out:
             print(out)
+    if args.history and not lost and not received:
+        push.after_run(args.history, push.site_name(args))
     if lost:
         print(f'ERROR: ReFrame could not store the session in {paths.RESULTS_DB}: {lost[-1]} '
               f'(the session is in {produced[-1]}; commcheck preflight)', file=sys.stderr)

@@ -33,32 +33,46 @@ def describe(args) -> str:
             said.append(f'--{opt} {when}')
     if getattr(args, 'last', None):
         said.append(f'--last {args.last}')
+    for opt in ('cluster', 'system'):
+        if getattr(args, opt, None):
+            said.append(f'--{opt} {getattr(args, opt)}')
     return ', '.join(said) or 'the selection'
 
 
-def no_match(db: Path, err: Exception, what: str) -> UserError:
+def no_match(db, err: Exception, what: str) -> UserError:
     """A HistoryError that says nothing was selected becomes "no session matches ..."."""
     text = str(err)
     if 'no stored session' in text and 'ambiguous' not in text:
-        return UserError(f'no session matches {what} in {db}: {text}')
+        return UserError(f'no session matches {what} in {getattr(db, "where", db)}: {text}')
     return err if isinstance(err, UserError) else UserError(text)
 
 
-def selected(args, warn):
-    """The stored sessions the selection options name, decoded from the database (only they,
+def history(args, warn=None):
+    """The history the command reads, opened once: ``--db`` (a results database or the
+    shared store's URL), else the configured store, else the local results database."""
+    from commcheck.results import source, store
+    return source.open_history(getattr(args, 'db', None), warn or store.warn_stderr)
+
+
+def cluster(args) -> str | None:
+    """The cluster (ReFrame system) the selection is limited to, if any."""
+    return getattr(args, 'cluster', None) or getattr(args, 'system', None)
+
+
+def selected(args, history, warn):
+    """The stored sessions the selection options name, decoded from the history (only they,
     in a process per core, keeping only the samples the gate judges; faster than the sample
     index, which holds every variable), or "no session matches" when none."""
     from commcheck.results import store
-    db = store.ResultsDB(args.db or paths.RESULTS_DB)
     try:      # only the selected sessions' records are decoded
-        chosen = db.choose(uuids=args.session or (), last=args.last, since=args.since,
-                           until=args.until)
+        chosen = history.choose(uuids=args.session or (), last=args.last, since=args.since,
+                                until=args.until, cluster=cluster(args))
     except store.HistoryError as err:
-        raise no_match(db.path, err, describe(args)) from None
+        raise no_match(history, err, describe(args)) from None
     if not chosen:
-        raise UserError(f'no session matches {describe(args)} in {db.path} '
-                        f'({len(db.stored())} stored)')
-    return db.load(chosen, warn, cases=False, wanted=wanted(args.all))
+        raise UserError(f'no session matches {describe(args)} in {history.where} '
+                        f'({len(history.stored())} stored)')
+    return history.load(chosen, warn, cases=False, wanted=wanted(args.all))
 
 
 def ref_dir(args) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from commcheck.report.build import write_report
 from commcheck.report.inputs import load_gate, load_run_report, stored_history
-from commcheck.results import store
+from commcheck.results import source, store
 from commcheck.results.store import HistoryError, Session, Warn
 
 
@@ -33,10 +33,11 @@ class _Collect:
         self.warn(message)
 
 
-def report_of_run(run_report: Path, reports_dir: Path, db: Path,
+def report_of_run(run_report: Path, reports_dir: Path, db,
                   warn: Warn = store.warn_stderr) -> Path | None:
     """The report of a run report's session; a damaged run report gives what it holds, an
-    unreadable one the newest stored session (said so). None only when nothing can be read."""
+    unreadable one the newest stored session (said so). None only when nothing can be read.
+    ``db``: the history (a source, or a results database's path)."""
     warn = _Collect(warn)
     session = load_run_report(run_report, warn)
     if session is None:
@@ -50,18 +51,24 @@ def report_of_run(run_report: Path, reports_dir: Path, db: Path,
     return _write([session], reports_dir, db, gate, warn)
 
 
-def _newest(db: Path, warn: Warn) -> Session | None:
+def _newest(db, warn: Warn) -> Session | None:
     try:
-        newest = store.read_selected(db, warn, last=1)
+        history = source.as_history(db, warn)
+        newest = history.load(history.choose(last=1), warn)
     except HistoryError as err:
         warn(f'{err}; the report has no history')
         return None
     return newest[-1] if newest else None
 
 
-def _write(sessions: list[Session], out_root: Path, db: Path, gate, warn: _Collect) -> Path:
-    """The report, with the stored history read through the sample index."""
-    stored = stored_history(db, warn)
+def _write(sessions: list[Session], out_root: Path, db, gate, warn: _Collect) -> Path:
+    """The report, with the stored history read through the source's series."""
+    try:
+        history = source.as_history(db, warn)
+    except HistoryError as err:
+        warn(f'{err}; the report has no history')
+        history = None
+    stored = stored_history(history, warn) if history else []
     try:
         return write_report(sessions, out_root, history_sessions=stored, gate=gate,
                             warn=warn.warn, notes=warn.seen)
@@ -70,12 +77,13 @@ def _write(sessions: list[Session], out_root: Path, db: Path, gate, warn: _Colle
             stored.close()
 
 
-def report_of_stored(db: Path, wanted: list[str], out_root: Path, reports_dir: Path,
+def report_of_stored(db, wanted: list[str], out_root: Path, reports_dir: Path,
                      warn: Warn = store.warn_stderr) -> Path:
-    """The report of stored sessions (uuid prefixes; none: the newest). A prefix that matches
-    no session is a warning; HistoryError when no session at all is left to report on."""
+    """The report of stored sessions (uuid prefixes; none: the newest), from ``db`` (a
+    history source, or a results database's path). A prefix that matches no session is a
+    warning; HistoryError when no session at all is left to report on."""
     warn = _Collect(warn)
-    stored = store.ResultsDB(db)
+    stored = source.as_history(db, warn)
     picked: dict[str, store.Stored] = {}
     for want in wanted:
         try:
@@ -87,7 +95,7 @@ def report_of_stored(db: Path, wanted: list[str], out_root: Path, reports_dir: P
         picked = {s.uuid: s for s in stored.choose(last=1)}
     sessions = stored.load(picked.values(), warn)     # only the reported sessions are decoded
     if not sessions:
-        raise HistoryError(f'{db}: no stored session to report on'
+        raise HistoryError(f'{stored.where}: no stored session to report on'
                            + (f' (asked for {", ".join(wanted)})' if wanted else ''))
     gate = gate_record(sessions, reports_dir, warn)
-    return _write(sessions, out_root, db, gate, warn)
+    return _write(sessions, out_root, stored, gate, warn)

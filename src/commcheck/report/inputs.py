@@ -9,7 +9,8 @@ from pathlib import Path
 
 from commcheck import paths
 from commcheck.analysis import baseline, trend
-from commcheck.results import sample_index, store
+from commcheck.results import store
+from commcheck.results.source import HistoryUnavailable
 from commcheck.results.store import HistoryError, Session, Warn
 
 
@@ -138,10 +139,11 @@ class SessionsHistory:
 
 
 class StoredHistory:
-    """History from the results database's sample index: one variable read at a time."""
+    """History from a history source's series (the sample index of a results database, the
+    shared store's measurements): one variable read at a time."""
 
-    def __init__(self, index: sample_index.SampleIndex):
-        self.index = index
+    def __init__(self, source, index):
+        self.source, self.index = source, index
         self._sessions = index.sessions()
         self._when = {s.uuid: s.when for s in self._sessions}
 
@@ -153,17 +155,14 @@ class StoredHistory:
 
     def reopened(self) -> StoredHistory:
         """This history through a connection of its own (for a forked process)."""
-        return StoredHistory(self.index.reopened())
+        return StoredHistory(self.source, self.index.reopened())
 
     def sessions_with(self, check: str, system: str, partition: str, environ: str) -> list:
         """The sessions (with their test cases) that ran ``check`` on that environment: found
-        through ReFrame's own test case table, and only those decoded."""
-        db = self.index.db
-        rows = db.query('SELECT DISTINCT session_uuid FROM testcases WHERE (name = ? OR name '
-                        'LIKE ?) AND system = ? AND partition = ? AND environ = ?',
-                        (check, f'{check} %', system, partition, environ))
-        wanted = {uuid for uuid, in rows}
-        return db.load([s for s in db.stored() if s.uuid in wanted], self.index.warn)
+        without decoding (ReFrame's test case table, the store's measurements), and only
+        those decoded."""
+        return self.source.load(self.source.with_check(check, system, partition, environ),
+                                self.index.warn)
 
     def close(self) -> None:
         self.index.close()
@@ -182,10 +181,14 @@ def as_history(stored) -> SessionsHistory | StoredHistory:
     return SessionsHistory([s for s in stored or () if isinstance(s, Session)])
 
 
-def stored_history(db: Path, warn: Warn) -> SessionsHistory | StoredHistory:
-    """The stored sessions' history through the sample index; none (warned) if unreadable."""
+def stored_history(history, warn: Warn) -> SessionsHistory | StoredHistory:
+    """The stored sessions' history through the source's series; none (warned) if
+    unreadable. A shared store that cannot be reached is not "no history": it stops the
+    report (:class:`commcheck.results.source.HistoryUnavailable`)."""
     try:
-        return StoredHistory(sample_index.open_index(db, warn))
+        return StoredHistory(history, history.series(warn=warn))
+    except HistoryUnavailable:
+        raise
     except HistoryError as err:
         warn(f'{err}; the report has no history')
         return SessionsHistory([])

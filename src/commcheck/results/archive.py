@@ -30,7 +30,7 @@ def _lock(db: Path):
     return ReadWriteFileLock(str(db.parent / '.db.lock'), 0o644).write_lock()
 
 
-def _open_archive(path: Path) -> sqlite3.Connection:
+def open_archive(path: Path) -> sqlite3.Connection:
     fresh = not path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
@@ -55,6 +55,14 @@ def _copy(live: sqlite3.Connection, into: sqlite3.Connection, uuid: str) -> int:
     row = live.execute(f'SELECT {SESSION_COLUMNS} FROM sessions WHERE uuid = ?',
                        (uuid,)).fetchone()
     cases = live.execute('SELECT * FROM testcases WHERE session_uuid = ?', (uuid,)).fetchall()
+    return copy_in(into, row, cases)
+
+
+def copy_in(into: sqlite3.Connection, row: tuple, cases: list[tuple]) -> int:
+    """One session's row (:data:`SESSION_COLUMNS`) and test case rows into the archive, in
+    one transaction; already there with the same record: nothing to do; with another record:
+    stop. Returns its number of test cases."""
+    uuid = row[0]
     there = into.execute('SELECT json_blob FROM sessions WHERE uuid = ?', (uuid,)).fetchone()
     if there is not None:
         if there[0] != row[3]:
@@ -69,7 +77,7 @@ def _copy(live: sqlite3.Connection, into: sqlite3.Connection, uuid: str) -> int:
     return len(cases)
 
 
-def _verify(archive: Path, uuid: str, blob, cases: int) -> None:
+def verify(archive: Path, uuid: str, blob, cases: int) -> None:
     check = sqlite3.connect(f'file:{archive}?mode=ro', uri=True)
     try:
         stored = check.execute('SELECT json_blob FROM sessions WHERE uuid = ?',
@@ -89,14 +97,14 @@ def move(db: Path, before: float, archive: Path) -> list[Stored]:
     if not chosen:
         return []
     with _lock(db):
-        into = _open_archive(archive)
+        into = open_archive(archive)
         live = sqlite3.connect(db)
         try:
             for session in chosen:
                 cases = _copy(live, into, session.uuid)
                 blob = live.execute('SELECT json_blob FROM sessions WHERE uuid = ?',
                                     (session.uuid,)).fetchone()[0]
-                _verify(archive, session.uuid, blob, cases)
+                verify(archive, session.uuid, blob, cases)
                 with live:
                     live.execute('DELETE FROM testcases WHERE session_uuid = ?', (session.uuid,))
                     live.execute('DELETE FROM sessions WHERE uuid = ?', (session.uuid,))

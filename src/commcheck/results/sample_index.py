@@ -31,6 +31,7 @@ from commcheck.results import preflight
 from commcheck.results.store import (
     HistoryError,
     ResultsDB,
+    Sample,
     SampleKey,
     Session,
     Stored,
@@ -62,6 +63,16 @@ class Indexed:
     uuid: str
     time_start: float
     when: str                   # ReFrame's time_start text
+
+
+def numbered(samples: Iterable[Sample]) -> Iterator[tuple[int, Sample]]:
+    """Each sample with its launch number: 0, 1, ... within its series (key) in the order the
+    session records them. The one derivation of a session's rows, for this index and the
+    shared store (:mod:`commcheck.results.pgstore`)."""
+    launches: dict[SampleKey, int] = {}
+    for s in samples:
+        launch = launches[s.key] = launches.get(s.key, -1) + 1
+        yield launch, s
 
 
 def index_path(db: str | Path) -> Path:
@@ -198,11 +209,9 @@ class SampleIndex:
             self.warn(problem)
 
     def _rows(self, sid: int, session: Session) -> Iterator[tuple]:
-        launches: dict[int, int] = {}
-        for s in session.samples:
+        for launch, s in numbered(session.samples):
             kid = self._id('keys', s.key, s.unit)
             pid = self._id('provenance', s.provenance)
-            launch = launches[kid] = launches.get(kid, -1) + 1
             yield (sid, kid, launch, s.time, s.value, s.unit, s.result, int(s.oversubscribed),
                    pid)
 

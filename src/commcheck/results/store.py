@@ -239,13 +239,88 @@ class Stored:
     time_start: float           # session_start_unix
 
 
-class ResultsDB:
+class Listing:
+    """What every history source shares (ReFrame's results database here, the shared store in
+    :mod:`commcheck.results.pgread`): choosing sessions from a listing and decoding only the
+    chosen ones' records. A source gives :meth:`stored`, :meth:`resolve`, :meth:`records` and
+    ``where`` (what names it in a message; a URL without its password)."""
+    where: str = ''
+
+    def stored(self, since: float | None = None, until: float | None = None,
+               cluster: str | None = None) -> list[Stored]:
+        raise NotImplementedError
+
+    def resolve(self, want: str) -> Stored:
+        raise NotImplementedError
+
+    def records(self, uuids: list[str]) -> Iterable[tuple[str, str]]:
+        raise NotImplementedError
+
+    def choose(self, *, uuids: Iterable[str] = (), last: int | None = None,
+               since: float | None = None, until: float | None = None,
+               cluster: str | None = None) -> list[Stored]:
+        """Like :func:`select`, on the listing: by uuid (prefixes), time range, cluster, the
+        last N."""
+        wanted = list(uuids)
+        if wanted:
+            chosen = [self.resolve(w) for w in wanted]
+            chosen = [s for s in chosen if (since is None or s.time_start >= since)
+                      and (until is None or s.time_start <= until)]
+            if cluster is not None:
+                there = {s.uuid for s in self.stored(since, until, cluster)}
+                chosen = [s for s in chosen if s.uuid in there]
+        else:
+            chosen = self.stored(since, until, cluster)
+        if last is not None:
+            chosen = chosen[-last:] if last > 0 else []
+        return chosen
+
+    def fetcher(self, uuids: list[str]) -> Callable[[str], str | None]:
+        """uuid -> its JSON record (None if gone), callable in a forked worker: here each call
+        reads its own record through a connection of its own."""
+        def fetch(uuid: str) -> str | None:
+            for _, blob in self.records([uuid]):
+                return blob
+            return None
+        return fetch
+
+    def load(self, chosen: Iterable[Stored], warn: Warn = warn_stderr,
+             cases: bool = True, wanted: Wanted | None = None) -> list[Session]:
+        """The chosen sessions decoded, in the order given; an unreadable one is skipped with
+        a warning. ``cases=False`` keeps only the samples (the raw test cases are dropped);
+        ``wanted`` keeps only the samples it wants (a year of the suite makes 18,000 a
+        session, of which a gate judges some 3,500). Samples only, from
+        :data:`PARALLEL_FROM` sessions on, are decoded in a process per core."""
+        uuids = [s.uuid for s in chosen]
+        fetch = self.fetcher(uuids)
+
+        def one(uuid: str) -> tuple[Session | None, list[str]]:
+            said: list[str] = []
+            blob = fetch(uuid)
+            if blob is None:
+                return None, said
+            session = decode_record(blob, f'{self.where} session {uuid}', said.append, wanted)
+            if session is not None and not cases:
+                session.cases = []
+            return session, said
+        parallel = not cases and len(uuids) >= PARALLEL_FROM
+        sessions = []
+        for session, said in fork_map(one, uuids) if parallel else map(one, uuids):
+            for message in said:
+                warn(message)
+            if session is not None:
+                sessions.append(session)
+        return sessions
+
+
+class ResultsDB(Listing):
     """ReFrame's results database, read selectively: sessions are listed from the ``sessions``
     table's uuid and start-time columns (ReFrame indexes the latter) and only the records of the
     sessions asked for are decoded. Every connection is read-only."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.where = str(self.path)
         if not self.path.exists():
             raise HistoryError(f'{self.path}: no results database (run the suite first)')
 
@@ -260,8 +335,10 @@ class ResultsDB:
             raise HistoryError(f'{self.path}: not a readable ReFrame results database '
                                f'({err})') from None
 
-    def stored(self, since: float | None = None, until: float | None = None) -> list[Stored]:
-        """The sessions started in [since, until], oldest first; no record is decoded."""
+    def stored(self, since: float | None = None, until: float | None = None,
+               cluster: str | None = None) -> list[Stored]:
+        """The sessions started in [since, until] (on ``cluster``, the ReFrame system, when
+        given: from ReFrame's test case table), oldest first; no record is decoded."""
         sql, params = 'SELECT uuid, session_start_unix FROM sessions', []
         where = []
         if since is not None:
@@ -270,6 +347,9 @@ class ResultsDB:
         if until is not None:
             where.append('session_start_unix <= ?')
             params.append(until)
+        if cluster is not None:
+            where.append('uuid IN (SELECT session_uuid FROM testcases WHERE system = ?)')
+            params.append(cluster)
         if where:
             sql += ' WHERE ' + ' AND '.join(where)
         rows = self.query(sql + ' ORDER BY session_start_unix, uuid', params)
@@ -286,53 +366,12 @@ class ResultsDB:
         uuid, start = found[0]
         return Stored(str(uuid), float(start) if _finite(start) else 0.0)
 
-    def choose(self, *, uuids: Iterable[str] = (), last: int | None = None,
-               since: float | None = None, until: float | None = None) -> list[Stored]:
-        """Like :func:`select`, on the listing: by uuid (prefixes), time range, the last N."""
-        wanted = list(uuids)
-        if wanted:
-            chosen = [self.resolve(w) for w in wanted]
-            chosen = [s for s in chosen if (since is None or s.time_start >= since)
-                      and (until is None or s.time_start <= until)]
-        else:
-            chosen = self.stored(since, until)
-        if last is not None:
-            chosen = chosen[-last:] if last > 0 else []
-        return chosen
-
     def records(self, uuids: list[str]) -> Iterable[tuple[str, str]]:
         """(uuid, JSON record) of the given sessions, one at a time, in the order given."""
         for uuid in uuids:
             rows = self.query('SELECT json_blob FROM sessions WHERE uuid = ?', (uuid,))
             if rows:
                 yield uuid, rows[0][0]
-
-    def load(self, chosen: Iterable[Stored], warn: Warn = warn_stderr,
-             cases: bool = True, wanted: Wanted | None = None) -> list[Session]:
-        """The chosen sessions decoded, in the order given; an unreadable one is skipped with
-        a warning. ``cases=False`` keeps only the samples (the raw test cases are dropped);
-        ``wanted`` keeps only the samples it wants (a year of the suite makes 18,000 a
-        session, of which a gate judges some 3,500). Samples only, from
-        :data:`PARALLEL_FROM` sessions on, are decoded in a process per core."""
-        uuids = [s.uuid for s in chosen]
-
-        def one(uuid: str) -> tuple[Session | None, list[str]]:
-            said: list[str] = []
-            for _, blob in self.records([uuid]):
-                session = decode_record(blob, f'{self.path} session {uuid}', said.append,
-                                        wanted)
-                if session is not None and not cases:
-                    session.cases = []
-                return session, said
-            return None, said
-        parallel = not cases and len(uuids) >= PARALLEL_FROM
-        sessions = []
-        for session, said in fork_map(one, uuids) if parallel else map(one, uuids):
-            for message in said:
-                warn(message)
-            if session is not None:
-                sessions.append(session)
-        return sessions
 
 
 def decode_record(blob, where: str, warn: Warn, wanted: Wanted | None = None) -> Session | None:

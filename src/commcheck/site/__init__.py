@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from commcheck import dburl
 from commcheck.errors import UserError
 from commcheck.site import flavours
 
@@ -303,6 +304,20 @@ class Site(_Model):
     partitions: tuple[Partition, ...]
     stacks: tuple[Stack, ...]
     spack: SpackSettings = SpackSettings()
+    #: the shared history store (a libpq URL or key=value string, no password; see
+    #: docs/shared-history.md); default None: the local results database only.
+    #: ``COMMCHECK_HISTORY`` overrides it.
+    history: str | None = None
+
+    @field_validator('history')
+    @classmethod
+    def _no_password(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError('an empty history store address (leave the key out instead)')
+        problem = value and dburl.password_problem(value.strip())
+        if problem:
+            raise ValueError(problem)
+        return value.strip() if value else value
 
     @model_validator(mode='after')
     def _consistent(self):

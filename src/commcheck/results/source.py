@@ -1,0 +1,158 @@
+"""Where a command reads the stored history from: ReFrame's results database (a SQLite file,
+with its derived sample index) or the site's shared PostgreSQL store
+(:mod:`commcheck.results.pgread`). Both answer the same small interface, so the commands and
+the report never branch on the backend; each command opens its history once
+(:func:`open_history`) and closes it when done.
+
+A history source gives (:class:`commcheck.results.store.Listing`):
+
+- ``stored(since, until, cluster)``, ``resolve(prefix)``, ``choose(...)``: the listing, no
+  record decoded;
+- ``records(uuids)``, ``load(chosen, ...)``: the chosen sessions' records, decoded and
+  validated (a damaged one: a warning naming the session, the others read);
+- ``series(only)``: the per-launch reader (``sessions``, ``keys``, ``launches``,
+  ``reopened``, ``close``) that ``history`` and the report's history section stream from; the
+  sample index here, the store's measurements table there; ``has_series()`` says whether it
+  can be read without building anything (``compare`` never builds the index);
+- ``with_check(check, system, partition, environ)``: the sessions that ran a check there;
+- ``listing(cluster)``: one :class:`Listed` a session, for ``commcheck sessions``;
+- ``where``: what names it in a message (a URL never with a password).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from commcheck.results import sample_index
+from commcheck.results.store import HistoryError, ResultsDB, Stored, Warn, warn_stderr
+
+#: How a URL of the shared store begins (``--db`` and the configuration take one).
+URL_SCHEMES = ('postgresql://', 'postgres://')
+
+
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    """A stored session as ``commcheck sessions`` lists it."""
+    uuid: str
+    time_start: float
+    site: str                   # '' where the source does not record it (a local file)
+    cluster: str                # the ReFrame system its test cases ran on
+    host: str                   # where ReFrame ran (session_info.hostname)
+    cases: int                  # test cases recorded
+
+
+def is_url(given) -> bool:
+    return isinstance(given, str) and given.strip().lower().startswith(URL_SCHEMES)
+
+
+def password_problem(text: str, where: str) -> str | None:
+    """The refusal of a store address that carries a password, or None."""
+    from commcheck import dburl
+    return dburl.password_problem(text, where)
+
+
+class LocalHistory(ResultsDB):
+    """ReFrame's results database as a history source; its series come from the sample
+    index, opened (and brought up to date) only when asked for."""
+
+    def __init__(self, path: str | Path, warn: Warn = warn_stderr):
+        super().__init__(path)
+        self.warn = warn
+
+    def series(self, only=None, warn: Warn | None = None) -> sample_index.SampleIndex:
+        """The sample index, up to date (for the sessions ``only`` names, when given)."""
+        return sample_index.open_index(self, warn or self.warn, only=only)
+
+    def has_series(self) -> bool:
+        return sample_index.index_path(self.path).exists()
+
+    def with_check(self, check: str, system: str, partition: str, environ: str
+                   ) -> list[Stored]:
+        """The sessions that ran ``check`` on that environment, from ReFrame's test case
+        table (no record decoded), oldest first."""
+        rows = self.query('SELECT DISTINCT session_uuid FROM testcases WHERE (name = ? OR name '
+                          'LIKE ?) AND system = ? AND partition = ? AND environ = ?',
+                          (check, f'{check} %', system, partition, environ))
+        wanted = {uuid for uuid, in rows}
+        return [s for s in self.stored() if s.uuid in wanted]
+
+    def listing(self, cluster: str | None = None) -> list[Listed]:
+        """Every session (of ``cluster``), oldest first: its clusters from ReFrame's test case
+        table, its host from the record's session information (read by SQLite, not decoded
+        here)."""
+        rows = self.query(
+            "SELECT s.uuid, s.session_start_unix, json_extract(s.json_blob, "
+            "'$.session_info.hostname'), (SELECT group_concat(DISTINCT t.system) FROM "
+            "testcases t WHERE t.session_uuid = s.uuid), (SELECT count(*) FROM testcases t "
+            "WHERE t.session_uuid = s.uuid) FROM sessions s "
+            "ORDER BY s.session_start_unix, s.uuid")
+        out = [Listed(str(u), float(t or 0.0), '', ','.join(sorted(set(
+            (systems or '').split(',')) - {''})), str(host or ''), int(n or 0))
+            for u, t, host, systems, n in rows]
+        return [s for s in out if cluster is None or cluster in s.cluster.split(',')]
+
+    def archive(self, before: float, into: Path) -> list[Stored]:
+        """Move the sessions started before ``before`` into the archive database ``into``
+        (:mod:`commcheck.results.archive`)."""
+        from commcheck.results import archive
+        return archive.move(self.path, before, into)
+
+    def close(self) -> None:
+        """Nothing held open: every query has its own read-only connection."""
+
+    def __enter__(self) -> LocalHistory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def site_history() -> str | None:
+    """The ``history:`` of the site file ``COMMCHECK_SITE`` names (the local site, discovered,
+    has none: nothing is discovered to answer this)."""
+    name = os.environ.get('COMMCHECK_SITE', '').strip()
+    if not name or name == 'local':
+        return None
+    from commcheck.site import sitefile
+    return sitefile.load_named(name).history
+
+
+def configured() -> str | None:
+    """The shared store the site configured (``COMMCHECK_HISTORY``, else the site file's
+    ``history:``), or None: then the local results database is the history."""
+    from commcheck import dburl
+    history = None if dburl.from_environment() else site_history()
+    if not dburl.from_environment() and not history:
+        return None
+    from commcheck.results import pgstore
+    found = pgstore.store_address(None, history)
+    return found[0] if found else None
+
+
+def open_history(given: str | Path | None = None, warn: Warn = warn_stderr,
+                 default: Path | None = None):
+    """The history a reader reads: ``given`` (``--db``: a results database file, or a
+    ``postgresql://`` URL), else the configured shared store, else ``default`` (the local
+    results database). A store that cannot be reached: :class:`HistoryUnavailable`."""
+    url = str(given) if is_url(given) else None if given else configured()
+    if url:
+        from commcheck.results import pgread
+        return pgread.StoreHistory(url, warn)
+    if given is None and default is None:
+        from commcheck import paths
+        default = paths.RESULTS_DB
+    return LocalHistory(given or default, warn)
+
+
+def as_history(given, warn: Warn = warn_stderr):
+    """A history source as is; a path: its local results database."""
+    if hasattr(given, 'listing'):
+        return given
+    return LocalHistory(given, warn)
+
+
+class HistoryUnavailable(HistoryError):
+    """The shared store cannot be read now (unreachable, refused, dropped mid-read): no verdict
+    is given on what was read before. The message never carries a password."""
