@@ -175,6 +175,8 @@ def test_every_job_pushes_its_session_once(ci):
     for name, job in base['jobs'].items():
         assert job['after'].returncode == 0, job['after'].stderr
         assert f"pushed {base['sessions'][name]}" in job['after'].stdout, job['after'].stdout
+        passfile = job['report'].parent / '.commcheck-pgpass'       # config/ci/pgpass.sh's
+        assert passfile.stat().st_mode & 0o777 == 0o600
     assert sorted(stored_sessions(ci)) == sorted(base['sessions'].values())
     again = shell(ci['pipeline'].tests[next(iter(base['jobs']))]['after_script'],
                   base['jobs'][next(iter(base['jobs']))]['report'].parent, ci['pipeline'].env)

@@ -76,3 +76,30 @@ def test_a_run_report_it_cannot_read_is_one_line_and_no_verdict(isolated_env, tm
     (line,) = done.stderr.splitlines()
     assert line.startswith(f'ERROR: gate: {bad.name}: {said}')
     assert not (tmp_path / 'gate').exists()
+
+
+PGPASS = paths.CONFIG_DIR / 'ci' / 'pgpass.sh'
+
+
+def test_pgpass_writes_the_masked_password_to_a_private_passfile_and_nowhere_else(tmp_path):
+    """libpq's format (``:`` and ``\\`` escaped), mode 0600, not in an xtrace, and no process
+    the job starts inherits the variable; without the variable nothing is written."""
+    secret = 'pa:ss\\word 42'
+    env = {'PATH': '/usr/bin:/bin', 'COMMCHECK_HISTORY_PASSWORD': secret}
+    done = subprocess.run(['bash', '-c', f'set -x; . {PGPASS}; echo "file=$PGPASSFILE"; env'],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    passfile = tmp_path / '.commcheck-pgpass'
+    assert f'file={passfile}' in done.stdout
+    assert passfile.read_text() == '*:*:*:*:pa\\:ss\\\\word 42\n'
+    assert passfile.stat().st_mode & 0o777 == 0o600
+    assert secret not in done.stdout + done.stderr and 'pa\\:ss' not in done.stderr
+    assert 'COMMCHECK_HISTORY_PASSWORD' not in done.stdout
+    runner = dict(env, RUNNER_TEMP=str(tmp_path / 'runner'))
+    (tmp_path / 'runner').mkdir()
+    subprocess.run(['bash', '-c', f'. {PGPASS}'], cwd=tmp_path, env=runner, check=True)
+    assert (tmp_path / 'runner' / '.commcheck-pgpass').read_text() == passfile.read_text()
+    none = subprocess.run(['bash', '-c', f'. {PGPASS}; echo "[${{PGPASSFILE-}}]"'],
+                          cwd=tmp_path / 'runner', env={'PATH': '/usr/bin:/bin'},
+                          capture_output=True, text=True, timeout=60)
+    assert none.stdout == '[]\n'
