@@ -28,7 +28,7 @@ HIDDEN = '***'
 PASSWORD_PLACES = ('PGPASSFILE (~/.pgpass, mode 0600), a service file, or PGPASSWORD in the '
                    'environment')
 
-_URL_USERINFO = re.compile(r'(?P<head>postgres(?:ql)?://[^:@/?#\s]*):(?P<secret>[^@/?#\s]*)@',
+_URL_USERINFO = re.compile(r'(?P<head>postgres(?:ql)?://[^:@/?#\s]*):(?P<secret>[^/?#\s]+)@',
                            re.IGNORECASE)
 _KEY_VALUE = re.compile(r"""(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\.)*'|[^\s&]*)""",
                         re.IGNORECASE)

@@ -11,14 +11,16 @@ regression.
 EXIT_OK = 0            #: clean: nothing regressed, every check passed
 EXIT_REGRESSED = 1     #: a judged regression (``compare``), or a failed check (``run``)
 EXIT_USAGE = 2         #: bad input or unusable files: one ERROR line names the option or file
-EXIT_UNDECIDED = 3     #: could not decide (too few launches, nothing comparable)
+EXIT_UNDECIDED = 3     #: could not decide (too few launches, nothing comparable); push: the
+#: history store cannot be reached now (the sessions wait in the spool: retry later)
 EXIT_INTERNAL = 4      #: internal error: one ERROR line, the traceback in a log file
 
 #: The contract, as ``--help`` and the README state it.
 EXIT_CODES = ((EXIT_OK, 'clean'),
               (EXIT_REGRESSED, 'a judged regression (compare), a failed check (run)'),
               (EXIT_USAGE, 'bad input or unusable files (one ERROR line names it)'),
-              (EXIT_UNDECIDED, 'could not decide (too few launches, nothing comparable)'),
+              (EXIT_UNDECIDED, 'could not decide (too few launches, nothing comparable; '
+                               'push: the history store cannot be reached now)'),
               (EXIT_INTERNAL, 'internal error (one ERROR line; the traceback in a log file)'))
 
 

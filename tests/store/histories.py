@@ -19,9 +19,9 @@ def source() -> dict:
     return _SOURCE
 
 
-def sessions(n: int, seed: int, start: float | None = None) -> list[dict]:
+def sessions(n: int, seed: int, start: float | None = None, repeat: int = 1) -> list[dict]:
     """``n`` run reports (ReFrame's JSON), distinct uuids for distinct seeds."""
-    gen = history_gen.Generator(source(), n, seed=seed, changes=[], start=start)
+    gen = history_gen.Generator(source(), n, seed=seed, changes=[], start=start, repeat=repeat)
     return [gen.session(i) for i in range(n)]
 
 

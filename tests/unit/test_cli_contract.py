@@ -145,6 +145,7 @@ def subcommands(parser=None, prefix=()) -> list[tuple[tuple[str, ...], argparse.
 
 #: Values that name nothing that exists, per option (types cannot know what exists).
 UNKNOWN = {'--site': 'no-such-site', '--stack': 'no-such-stack', '--system': 'no-such-system',
+           '--cluster': 'no-such-cluster',
            '--environ': 'no-such-env', '--against': 'no-such-env', '--session': 'ffffffff',
            '--baseline-session': 'ffffffff', 'session': 'ffffffff'}
 
@@ -173,6 +174,9 @@ def bad_values(action, world: Path) -> list[tuple[str, bool]]:
     elif kind is options.history_db:        # a file as above, or a store URL: no password
         out += [(str(world / 'a-dir'), False), (str(world / 'missing.db'), False),
                 (str(world / 'unreadable'), True),
+                ('postgresql://commcheck:not-here@localhost/commcheck', False)]
+    elif kind is options.store_url:
+        out += [(str(world / 'results.db'), False), ('', False),
                 ('postgresql://commcheck:not-here@localhost/commcheck', False)]
     elif kind is options.fraction:
         out += [('0', False), ('1.5', False), ('abc', False), ('nan', False)]

@@ -11,7 +11,7 @@ from commcheck.errors import UserError
 def add_parsers(sub) -> None:
     base = sub.add_parser('baseline', help='write references from stored launches')
     options.add_selection(base, 'baseline from this')
-    base.add_argument('--system', '--cluster', type=options.name,
+    base.add_argument('--cluster', '--system', dest='system', type=options.name,
                       help='the system (cluster) to baseline, from its sessions only '
                            '(default: the only one)')
     from commcheck.analysis.baseline import Policy  # the defaults are the policy's, said once

@@ -53,6 +53,13 @@ def add_parsers(sub) -> None:
     bench.add_argument('--source', type=options.existing_file,
                        help='run report the history is made from (history; default: the '
                             "report tests' session)")
+    bench.add_argument('--clusters', type=options.whole(1, 26), default=1,
+                       help='clusters in the history, each with --sessions nightly sessions; '
+                            'the steps time the first cluster (history)')
+    bench.add_argument('--store', type=options.store_url, metavar='URL',
+                       help='also push the same history into this shared store (postgresql://'
+                            ', its owner role, an empty store: emptied again after) and time '
+                            'the same steps on it, and one push (history)')
     bench.add_argument('--keep', type=options.output_dir,
                        help='make the histories under this directory (history; default: /tmp)')
     bench.set_defaults(func=cmd_bench)

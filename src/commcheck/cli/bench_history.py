@@ -14,10 +14,18 @@ memory (the child's ``ru_maxrss`` from ``wait4``):
 - the peer: ReFrame's own ``reframe --performance-compare`` of the newest session against the
   20 sessions before it (median), which decodes every session of both windows, and
   ``reframe --list-stored-sessions`` (it reads every session's record to list them).
+
+``--clusters K`` makes K clusters' histories in the one database (``c1``, ``c2``, ...; each
+step reads the first, ``--cluster c1``). ``--store URL`` (the owner role of an empty shared
+store) pushes the same database into the store with ``commcheck push`` and times the same steps
+on it (``--db URL``: baseline, compare, history of the cluster, report of its newest session)
+and the push of one more session, beside the SQLite path in the same run; the store is emptied
+again after each size.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,6 +41,8 @@ from commcheck import paths
 from commcheck.results import history_gen, store
 
 console = textconsole.make()
+DAY = history_gen.DAY
+CC = [sys.executable, '-m', 'commcheck.cli']
 SOURCE = paths.REPO_ROOT / 'tests' / 'report' / 'fixtures' / 'session-main.json.gz'
 BASELINE_SESSIONS = 20
 
@@ -58,33 +68,54 @@ def _stamp(unix: float) -> str:
     return datetime.fromtimestamp(unix, timezone.utc).strftime('%Y%m%dT%H%M%S')
 
 
-def one_size(report: dict, n: int, repeat: int, widen: int, root: Path) -> dict[str, tuple]:
-    where = root / f'{n}x{repeat}x{widen}'
+def cluster_names(clusters: int) -> list[str | None]:
+    """The clusters of a generated history: the source session's own system when one, else
+    ``c1``, ``c2``, ...; the first is the one the steps time."""
+    return [None] if clusters == 1 else [f'c{k + 1}' for k in range(clusters)]
+
+
+def generate(report: dict, n: int, repeat: int, widen: int, clusters: int, db: Path,
+             start: float) -> list[history_gen.Generator]:
+    """``n`` nightly sessions of each cluster into ``db``, the clusters' sessions of one
+    night a minute apart; the generators (the first's next session is the one added)."""
+    gens = [history_gen.Generator(report, n, repeat=repeat, widen=widen, seed=k,
+                                  start=start + 60 * k, cluster=name)
+            for k, name in enumerate(cluster_names(clusters))]
+    history_gen.write_db(db, (g.session(i) for i in range(n) for g in gens))
+    return gens
+
+
+def one_size(report: dict, n: int, args, root: Path) -> dict[str, tuple]:
+    repeat, widen, clusters = args.repeat, args.widen, args.clusters
+    where = root / f'{n}x{repeat}x{widen}x{clusters}'
     db = where / 'results.db'
-    start = time.time() - (n + 1) * history_gen.DAY
     began = time.perf_counter()
-    gen = history_gen.generate(report, n, db, repeat=repeat, widen=widen, start=start)
+    gens = generate(report, n, repeat, widen, clusters, db, time.time() - (n + 1) * DAY)
     made = time.perf_counter() - began
     env = {**os.environ, 'COMMCHECK_REPORTS': str(where), 'COMMCHECK_STATE': str(where / 'state'),
            'RFM_REFERENCE_PREFIX': str(where / 'refs'), 'RFM_SQLITE_DB_FILE': str(db)}
-    cc = [sys.executable, '-m', 'commcheck.cli']
-    stored = store.ResultsDB(db).stored()
+    env.pop('COMMCHECK_HISTORY', None)          # the local steps read the file
+    cluster = cluster_names(clusters)[0]
+    one = ['--cluster', cluster] if cluster else []
+    stored = store.ResultsDB(db).stored(cluster=cluster)
     newest, window = stored[-1], stored[-1 - BASELINE_SESSIONS:-1] or stored[:1]
     peer = f'{_stamp(window[0].time_start)}:{_stamp(newest.time_start)}/{newest.uuid}/median:/'
-    per_session = sum(len(r['testcases']) for r in gen.session(0)['runs'])
-    out = {'sessions': (len(stored), None, None), 'test cases a session': (per_session, None,
-                                                                           None),
-           'test cases': (per_session * n, None, None),
-        'database MB': (db.stat().st_size / 1e6, None, None),
-        'generate': (f'{made:.1f} s', None, 0)}
-    baseline = [*cc, 'baseline', '--last', str(BASELINE_SESSIONS)]
+    per_session = sum(len(r['testcases']) for r in gens[0].session(0)['runs'])
+    out = {'sessions': (n * clusters, None, None), 'clusters': (clusters, None, None),
+           'test cases a session': (per_session, None, None),
+           'test cases': (per_session * n * clusters, None, None),
+           'database MB': (db.stat().st_size / 1e6, None, None),
+           'generate': (f'{made:.1f} s', None, 0)}
+    if args.store:
+        out.update(store_steps(args.store, db, where, env, one, newest.uuid, gens[0]))
+    baseline = [*CC, 'baseline', '--last', str(BASELINE_SESSIONS), *one]
     out['baseline --last 20'] = timed(baseline, env)
-    out['compare'] = timed([*cc, 'compare', '--json', str(where / 'gate.json')], env)
-    out['history (cold index)'] = timed([*cc, 'history'], env)
-    out['history (warm)'] = timed([*cc, 'history'], env)
-    history_gen.write_db(db, [gen.session(n)])     # the next night's session
-    out['history (+1 session)'] = timed([*cc, 'history'], env)
-    out['report'] = timed([*cc, 'report', '--out', str(where / 'out')], env)
+    out['compare'] = timed([*CC, 'compare', *one, '--json', str(where / 'gate.json')], env)
+    out['history (cold index)'] = timed([*CC, 'history', *one], env)
+    out['history (warm)'] = timed([*CC, 'history', *one], env)
+    history_gen.write_db(db, [gens[0].session(n)])     # the next night's session
+    out['history (+1 session)'] = timed([*CC, 'history', *one], env)
+    out['report'] = timed([*CC, 'report', newest.uuid, '--out', str(where / 'out')], env)
     rfm = [str(Path(sys.executable).with_name('reframe')), '-C',
            str(paths.CONFIG_DIR / 'local.py'), f'--performance-compare={peer}']
     out['reframe --performance-compare'] = timed(rfm, env)
@@ -94,10 +125,50 @@ def one_size(report: dict, n: int, repeat: int, widen: int, root: Path) -> dict[
     return out
 
 
-def table(results: dict[str, dict], repeat: int, widen: int) -> Table:
+def store_steps(url: str, db: Path, where: Path, env: dict, one: list[str], newest: str,
+                gen: history_gen.Generator) -> dict[str, tuple]:
+    """The same history pushed into the store (through ``commcheck push``), the same
+    commands timed on it, and the push of one more session; the store emptied after (it
+    held nothing before: :func:`empty_store`)."""
+    env = {**env, 'RFM_REFERENCE_PREFIX': str(where / 'store-refs')}
+    db_ = ['--db', url]
+    out = {'store: push every session': timed([*CC, 'push', *db_, str(db)], env)}
+    out['store: baseline --last 20'] = timed(
+        [*CC, 'baseline', *db_, '--last', str(BASELINE_SESSIONS), *one], env)
+    out['store: compare'] = timed(
+        [*CC, 'compare', *db_, *one, '--json', str(where / 'store-gate.json')], env)
+    out['store: history'] = timed([*CC, 'history', *db_, *one], env)
+    out['store: report'] = timed(
+        [*CC, 'report', *db_, newest, '--out', str(where / 'store-out')], env)
+    report = where / 'next-session.json'
+    report.write_text(json.dumps(gen.session(gen.n + 1)), encoding='utf-8')
+    out['store: push one session'] = timed([*CC, 'push', *db_, str(report)], env)
+    empty_store(url, after=True)
+    return out
+
+
+def empty_store(url: str, after: bool = False) -> None:
+    """Before: the store must hold no session (the bench deletes what it pushed, and
+    nothing else may be lost). After: every session deleted (as the store's owner)."""
+    from commcheck import dburl
+    from commcheck.results import pgstore
+    with pgstore.connect(url, 'bench') as conn:
+        pgstore.ensure_schema(conn, url)
+        if after:
+            conn.execute(f'DELETE FROM {pgstore.SCHEMA}.sessions')
+            return
+        held = conn.execute(f'SELECT count(*) FROM {pgstore.SCHEMA}.sessions').fetchone()[0]
+    if held:
+        raise store.HistoryError(f'--store {dburl.redact(url)} holds {held} session(s): the '
+                                 f'bench needs an empty store (it deletes what it pushes)')
+
+
+def table(results: dict[str, dict], repeat: int, widen: int, clusters: int = 1) -> Table:
     sizes = list(results)
     t = Table(title=f'commcheck bench history: nightly sessions of the source session, '
-                    f'--repeat {repeat} --widen {widen}: wall seconds (CPU seconds) / peak MB; '
+                    f'--repeat {repeat} --widen {widen} --clusters {clusters} (the steps read '
+                    f'the first; "store:" on the shared store): wall seconds (CPU seconds) / '
+                    f'peak MB; '
                     f'exit code if not 0',
               header_style='bold')
     t.add_column('step')
@@ -123,14 +194,16 @@ def main(args) -> int:
     except (OSError, ValueError) as err:
         raise store.HistoryError(f'{source}: not a readable run report ({err})') from None
     sizes = args.sessions or [30, 120, 365]
+    if args.store:
+        empty_store(args.store)
     results = {}
     with tempfile.TemporaryDirectory(prefix='commcheck-bench-history-',
                                      dir=args.keep) as tmp:
         for n in sizes:
             console.print(f'{n} sessions, --repeat {args.repeat} --widen {args.widen}: '
                           f'generating and timing...')
-            results[n] = one_size(report, n, args.repeat, args.widen, Path(tmp))
-            console.print(table(results, args.repeat, args.widen))
+            results[n] = one_size(report, n, args, Path(tmp))
+            console.print(table(results, args.repeat, args.widen, args.clusters))
     console.print(f'source session: {source}; machine: {_cpu()}; '
                   f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
     return 0

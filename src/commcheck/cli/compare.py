@@ -100,6 +100,10 @@ def _baseline_samples(args, judged, db: store.Listing) -> tuple[dict, str]:
     for system in systems:
         path = args.baseline or baseline.baseline_path(ref_dir, system)
         record = baseline.load(Path(path))
+        if record.system != system:         # like with like: a cluster against itself only
+            raise UserError(f'--baseline {path}: a baseline of cluster {record.system}, the '
+                            f'judged session(s) ran on {system}: the gate compares a cluster '
+                            f'with itself')
         out.update(record.samples())
         names.append(str(path))
     return out, ', '.join(names)

@@ -57,7 +57,7 @@ def _history(args, stored) -> int:
     chosen = stored.choose(uuids=args.session or (), last=args.last, since=args.since,
                            until=args.until, cluster=cluster(args))
     if not chosen:
-        raise HistoryError(f'{stored.where}: no session matches the selection')
+        raise HistoryError(f'no session matches {describe(args)} in {stored.where}')
     pattern = re.compile(args.match) if args.match else None
     with console.status('searching change points...'):
         with stored.series() as index:

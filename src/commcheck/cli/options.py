@@ -211,6 +211,14 @@ def history_db(text: str) -> Path | str:
 history_db.__name__ = 'results database or postgresql:// URL'
 
 
+def store_url(text: str) -> str:
+    """A shared store's ``postgresql://`` URL, without a password."""
+    from commcheck.results import source
+    if not source.is_url(text.strip()):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a postgresql:// URL')
+    return history_db(text)
+
+
 def add_db(p) -> None:
     p.add_argument('--db', type=history_db,
                    help='ReFrame results database, or the shared store as postgresql://... '

@@ -31,7 +31,7 @@ def add_parsers(sub) -> None:
     options.add_site(push)
     push.add_argument('--init', action='store_true',
                       help='only create or migrate the store\'s tables (as its owner role)')
-    push.add_argument('sources', nargs='*', metavar='SOURCE',
+    push.add_argument('sources', nargs='*', metavar='SOURCE', type=options.existing_file,
                       help='a ReFrame run report or results database (default: '
                            'reports/results.db, every session the store lacks)')
     push.set_defaults(func=cmd_push)

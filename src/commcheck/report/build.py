@@ -27,6 +27,7 @@ from commcheck.report.model import Measurements, cases_of, environments
 from commcheck.report.plots import Plotter
 from commcheck.report.sections import SECTIONS
 from commcheck.results import store
+from commcheck.results.source import HistoryUnavailable
 from commcheck.results.store import Session, Warn
 
 
@@ -90,6 +91,8 @@ def _build_sections(ctx: Context) -> list[dict]:
     for sid, title, module in SECTIONS:
         try:
             section = module.build(ctx)
+        except HistoryUnavailable:      # the shared store went away: no page on part of it
+            raise
         except Exception as err:  # noqa: BLE001 - the report is written whatever one section meets
             ctx.warn(f'section "{title}" could not be built ({type(err).__name__}: {err}); '
                      f'the rest of the report is complete')

@@ -110,8 +110,11 @@ def environs(report: dict) -> list[str]:
 class Generator:
     def __init__(self, report: dict, n: int, *, repeat: int = 1, widen: int = 1,
                  changes=None, noise: Noise = Noise(), seed: int = 0,
-                 start: float | None = None):
+                 start: float | None = None, cluster: str | None = None):
         self.report, self.n, self.repeat, self.noise = report, n, repeat, noise
+        #: the ReFrame system the sessions ran on (default: the source session's), its login
+        #: node ``<cluster>-login`` the host: histories of several clusters in one store
+        self.cluster = cluster
         self.cases = widened(templates(report), widen)
         self.changes = default_changes(n, environs(report)) if changes is None else changes
         self.rng = random.Random(seed)
@@ -124,6 +127,8 @@ class Generator:
         sid = str(uuidlib.UUID(int=rng.getrandbits(128), version=4))
         info = {**self.report['session_info'], 'uuid': sid, 'time_start_unix': start,
                 'time_start': _stamp(start)}
+        if self.cluster:
+            info['hostname'] = f'{self.cluster}-login'
         elapsed = float(info.get('time_elapsed') or 600.0) * self.repeat
         info.update(time_end_unix=start + elapsed, time_end=_stamp(start + elapsed),
                     time_elapsed=elapsed)
@@ -148,6 +153,8 @@ class Generator:
             case['unique_name'] = f"{tmpl.get('unique_name') or base}_r{r}"
             case['name'] = case['display_name']
         case['uuid'], case['session_uuid'] = f'{sid}:0:{index}', sid
+        if self.cluster:
+            case['system'] = self.cluster
         done = tmpl.get('job_completion_time_unix')
         if isinstance(done, (int, float)):
             case['job_completion_time_unix'] = start + (done - self.src_t0) * copies + r

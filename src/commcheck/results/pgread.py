@@ -46,9 +46,8 @@ READER_IDLE_TIMEOUT = '30min'
 #: pg_advisory_lock key held while ``commcheck archive`` moves sessions out of the store
 ARCHIVE_LOCK = int.from_bytes(hashlib.sha256(b'commcheck.archive').digest()[:8], 'big') >> 1
 #: ReFrame's time_start text, read from the head of the record (session_info comes first in
-#: ReFrame's records); the whole record is parsed only where the head does not hold it.
-TIME_START = (r"""coalesce(substring(left(record, 65536) from '"time_start": "([^"]*)"'), """
-              r"""(record::json -> 'session_info' ->> 'time_start'), '')""")
+#: ReFrame's records); the whole record is decoded, here, only where the head does not hold it.
+TIME_START = r"""substring(left(record, 65536) from '"time_start": "([^"]*)"')"""
 
 
 def _unavailable(err: Exception, address: str) -> HistoryUnavailable:
@@ -182,17 +181,21 @@ class StoreHistory(Listing):
     """The shared store as a history source, read in one snapshot (see the module)."""
 
     def __init__(self, address: str, warn: Warn = warn_stderr):
+        import psycopg
         self.address, self.warn = address, warn
         self.where = dburl.redact(address)
         self.conn = _connect(address)
         self._indexed: list[Indexed] | None = None
         try:
             pgstore.ensure_schema(self.conn, address, create=False)
-        except (pgstore.StoreUnavailable, pgstore.StoreRefused) as err:
+            _begin(self.conn, address)
+            self.snapshot = self.query('SELECT pg_export_snapshot()')[0][0]
+        except (pgstore.StoreUnavailable, pgstore.StoreRefused, psycopg.Error) as err:
             self.close()
             raise _unavailable(err, address) from None
-        _begin(self.conn, address)
-        self.snapshot = self.query('SELECT pg_export_snapshot()')[0][0]
+        except HistoryUnavailable:
+            self.close()
+            raise
 
     def query(self, sql: str, params=(), conn=None) -> list[tuple]:
         import psycopg
@@ -242,13 +245,32 @@ class StoreHistory(Listing):
         return got.get
 
     def indexed(self, conn=None) -> list[Indexed]:
-        """Every readable session with ReFrame's time_start text, oldest first."""
+        """Every readable session with ReFrame's time_start text, oldest first (a record
+        that cannot be decoded: warned, naming the session, and left out, as the sample
+        index leaves it out)."""
         if self._indexed is None:
             rows = self.query(f'SELECT uuid::text, start_unix, {TIME_START} FROM {S}.sessions '
                               f'WHERE problem IS NULL ORDER BY start_unix, uuid', (), conn)
-            self._indexed = [Indexed(u, float(t) if _finite(t) else 0.0, w or '')
-                             for u, t, w in rows]
+            self._indexed = []
+            for uuid, start, when in rows:
+                when = when if when is not None else self._time_start(uuid, conn)
+                if when is not None:
+                    self._indexed.append(Indexed(uuid, float(start) if _finite(start) else 0.0,
+                                                 when))
         return self._indexed
+
+    def _time_start(self, uuid: str, conn) -> str | None:
+        """The session's time_start text from its decoded record; None (warned) if the
+        record is not a run report."""
+        rows = self.query(f'SELECT record FROM {S}.sessions WHERE uuid = %s', (uuid,), conn)
+        try:
+            info = json.loads(rows[0][0])['session_info'] if rows else None
+            if not isinstance(info, dict):
+                raise ValueError('no session_info')
+        except (TypeError, ValueError, KeyError) as err:
+            self.warn(f'{self.where} session {uuid}: unreadable ({err}); skipped')
+            return None
+        return str(info.get('time_start', ''))
 
     def series(self, only=None, warn: Warn | None = None) -> StoreSeries:
         """The measurements, through this command's connection and snapshot."""

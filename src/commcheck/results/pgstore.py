@@ -183,8 +183,8 @@ def _parameters(address: str, purpose: str) -> dict:
                            f'({dburl.redact(str(err).splitlines()[0])})') from None
     settings = (f'-c statement_timeout={STATEMENT_TIMEOUT} -c lock_timeout={LOCK_TIMEOUT} '
                 f'-c idle_in_transaction_session_timeout={IDLE_TIMEOUT}')
-    extra = {'application_name': f'commcheck {purpose}',
-             'options': f'{given.get("options", "")} {settings}'.strip()}
+    extra = {'application_name': f'commcheck {purpose}',     # the address's own -c win
+             'options': f'{settings} {given.get("options", "")}'.strip()}
     if 'connect_timeout' not in given:
         extra['connect_timeout'] = CONNECT_TIMEOUT
     return extra

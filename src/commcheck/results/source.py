@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 from commcheck.results import sample_index
 from commcheck.results.store import HistoryError, ResultsDB, Stored, Warn, warn_stderr
 
+#: The host ReFrame ran on, in the head of a session's record (``session_info.hostname``)
+HOSTNAME = re.compile(r'"hostname": "([^"]*)"')
 #: How a URL of the shared store begins (``--db`` and the configuration take one).
 URL_SCHEMES = ('postgresql://', 'postgres://')
 
@@ -79,18 +82,21 @@ class LocalHistory(ResultsDB):
         return [s for s in self.stored() if s.uuid in wanted]
 
     def listing(self, cluster: str | None = None) -> list[Listed]:
-        """Every session (of ``cluster``), oldest first: its clusters from ReFrame's test case
-        table, its host from the record's session information (read by SQLite, not decoded
-        here)."""
-        rows = self.query(
-            "SELECT s.uuid, s.session_start_unix, json_extract(s.json_blob, "
-            "'$.session_info.hostname'), (SELECT group_concat(DISTINCT t.system) FROM "
-            "testcases t WHERE t.session_uuid = s.uuid), (SELECT count(*) FROM testcases t "
-            "WHERE t.session_uuid = s.uuid) FROM sessions s "
-            "ORDER BY s.session_start_unix, s.uuid")
-        out = [Listed(str(u), float(t or 0.0), '', ','.join(sorted(set(
-            (systems or '').split(',')) - {''})), str(host or ''), int(n or 0))
-            for u, t, host, systems, n in rows]
+        """Every session (of ``cluster``), oldest first: its clusters and test cases from
+        ReFrame's test case table (one pass over it), its host from the head of its record
+        (where ReFrame writes the session information; the record is not decoded)."""
+        cases = {u: (systems or '', n) for u, systems, n in self.query(
+            'SELECT session_uuid, group_concat(DISTINCT system), count(*) FROM testcases '
+            'GROUP BY session_uuid')}
+        out = []
+        for uuid, start, head in self.query(
+                'SELECT uuid, session_start_unix, substr(json_blob, 1, 4096) FROM sessions '
+                'ORDER BY session_start_unix, uuid'):
+            systems, n = cases.get(uuid, ('', 0))
+            host = HOSTNAME.search(head) if isinstance(head, str) else None
+            out.append(Listed(str(uuid), float(start or 0.0), '',
+                              ','.join(sorted(set(systems.split(',')) - {''})),
+                              host.group(1) if host else '', int(n)))
         return [s for s in out if cluster is None or cluster in s.cluster.split(',')]
 
     def archive(self, before: float, into: Path) -> list[Stored]:
@@ -115,8 +121,11 @@ def site_history() -> str | None:
     name = os.environ.get('COMMCHECK_SITE', '').strip()
     if not name or name == 'local':
         return None
-    from commcheck.site import sitefile
-    return sitefile.load_named(name).history
+    from commcheck.site import SiteError, sitefile
+    try:
+        return sitefile.load_named(name).history
+    except SiteError as err:
+        raise SiteError(f'COMMCHECK_SITE={name}: {err}') from None
 
 
 def configured() -> str | None:
