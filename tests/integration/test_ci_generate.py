@@ -45,16 +45,16 @@ def jobs_of(pipeline: dict) -> dict[str, dict]:
     return {name: job for name, job in pipeline.items() if name not in GLOBAL_KEYS}
 
 
-def generate(env: dict, project: Path, *selection: str) -> tuple[dict, dict]:
+def generate(env: dict, project: Path, *selection: str, options=()) -> tuple[dict, dict]:
     """ReFrame's pipeline and the child pipeline made runnable from it, as the parent job
-    makes them."""
+    makes them (``options``: more of child_pipeline.py's)."""
     raw = project / 'pipeline.yml'
     done = reframe(env, '--mode', 'quick', *selection, f'--ci-generate={raw}', cwd=project)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     child = project / 'child.yml'
     fixed = subprocess.run([sys.executable, str(CHILD_PIPELINE), str(raw), str(child),
                             '--tag', 'login', '--before-script',
-                            'export COMMCHECK_STATE="$COMMCHECK_CI_STATE/$CI_JOB_ID"'],
+                            'export COMMCHECK_STATE="$COMMCHECK_CI_STATE/$CI_JOB_ID"', *options],
                            capture_output=True, text=True, timeout=60)
     assert fixed.returncode == 0, fixed.stderr
     return yaml.safe_load(raw.read_text()), yaml.safe_load(child.read_text())
@@ -103,6 +103,39 @@ def test_pipeline_covers_every_check_and_environment(isolated_env, tmp_path):
     assert names == {c['name'] for c in tests}
     assert expected - {'StencilSequential'} <= names
     assert 'StencilSequential' in {c['name'] for c in fixtures}
+
+
+def test_every_job_pushes_its_session_and_the_gate_ends_the_pipeline(isolated_env, tmp_path):
+    """With --push, --gate, --after-script and --reframe-args: each test job pushes its own run
+    report in its after_script (GitLab runs it whether the job failed or not), the gate job
+    comes last, whatever the tests' outcome, with their run reports, and fails the pipeline
+    only on exit 1; --lines gives GitHub the same lines."""
+    env = dict(isolated_env, COMMCHECK_SITE='local')
+    options = ('--after-script', '. config/ci/pgpass.sh', '--reframe-args=--repeat 6',
+               '--reframe-args=', '--push', '--gate')
+    _, child = generate(env, tmp_path, '-n', 'PingPong%lang=c', '-n', 'PingPong%lang=fortran',
+                        options=options)
+    gate = child.pop('commcheck-gate')
+    jobs = jobs_of(child)
+    assert child['stages'] == ['rfm-tests', 'rfm-gate'] and len(jobs) == 2
+    for name, job in jobs.items():
+        (script,) = job['script']
+        assert script.endswith(' -r --mode=quick --repeat 6')
+        assert job['after_script'] == ['. config/ci/pgpass.sh',
+                                       f'commcheck push {name}-report.json']
+        assert f'{name}-report.json' in job['artifacts']['paths']
+        assert job['artifacts']['when'] == 'always'
+    assert 'after_script' not in child['default']
+    assert gate['stage'] == 'rfm-gate' and gate['when'] == 'always'
+    assert gate['dependencies'] == list(jobs)
+    assert gate['allow_failure'] == {'exit_codes': [2, 3, 4]}
+    assert gate['artifacts']['reports']['junit'] == 'gate/junit.xml'
+    assert gate['script'] == ['python config/ci/gate.py --out gate *-report.json -- '
+                              '$COMMCHECK_GATE_OPTIONS']
+    lines = subprocess.run([sys.executable, str(CHILD_PIPELINE), '--lines',
+                            str(tmp_path / 'child.yml'), name, 'after_script'],
+                           capture_output=True, text=True, timeout=60)
+    assert lines.stdout.splitlines() == job['after_script']
 
 
 def run_job(child: dict, name: str, project: Path, env: dict) -> subprocess.CompletedProcess:
@@ -157,4 +190,18 @@ def test_ci_examples_run_this_flow():
     assert '--ci-generate=pipeline.yml' in steps and 'child_pipeline.py' in steps
     matrix = github['jobs']['checks']['strategy']['matrix']['job']
     assert matrix == '${{ fromJSON(needs.generate.outputs.jobs) }}'
+    # Every job pushes its session, and the gate ends the pipeline (docs/ci.md).
+    assert '--push --gate' in script and '--push --gate' in steps
+    assert "--after-script '. config/ci/pgpass.sh'" in script
+    push = next(s for s in github['jobs']['checks']['steps'] if 'after_script' in s.get('run', ''))
+    assert push['if'] == 'always()'
+    gate = github['jobs']['gate']
+    assert gate['needs'] == ['generate', 'checks'] and gate['if'].startswith('always()')
+    assert any('commcheck-gate script' in s.get('run', '') for s in gate['steps'])
+    assert any(s.get('uses', '').startswith('mikepenz/action-junit-report@') and
+               s['with']['report_paths'] == 'gate/junit.xml' for s in gate['steps'])
+    # The password is read by config/ci/pgpass.sh alone, never put on a command line.
+    runs = [script, *(s.get('run', '') for job in github['jobs'].values() for s in job['steps'])]
+    assert not any('PASSWORD' in text for text in runs)
+    assert 'COMMCHECK_HISTORY_PASSWORD' in (CHILD_PIPELINE.parent / 'pgpass.sh').read_text()
     assert not (paths.REPO_ROOT / '.github' / 'workflows' / 'github-actions.yml').exists()

@@ -72,7 +72,16 @@ VERDICTS = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, CANNOT_TELL, IMPROV
 SOFTWARE_REGRESSED = (MPI_REGRESSED, BOTH, REGRESSED)
 #: Verdicts that decided something (``commcheck compare`` exits 3 when it has none).
 DECIDED = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, IMPROVED, UNCHANGED)
+#: Verdicts that decide nothing: the samples cannot tell, or there is nothing to compare with.
+UNDECIDED = tuple(v for v in VERDICTS if v not in DECIDED)
 WORSE, BETTER, SAME, UNKNOWN = 'worse', 'better', 'same', 'unknown'
+
+
+def fails(verdict: str, fail_on_machine_change: bool = False) -> bool:
+    """Whether a verdict fails the gate (``commcheck compare`` exits 1, its JUnit test case
+    fails): the software regressed, or the machine changed and the site asked to fail on it."""
+    return verdict in SOFTWARE_REGRESSED or (fail_on_machine_change and
+                                             verdict == MACHINE_CHANGED)
 #: Provenance fields that must match for two samples to measure the same thing.
 SAME_SETUP = ('binding', 'placement')
 
@@ -118,6 +127,11 @@ class Outcome:
     def detectable(self) -> float:
         """Smallest worsening (a fraction) these samples could call DIFFERENT."""
         return math.expm1(self.threshold + (self.high - self.low) / 2)
+
+    def interval(self, digits: int = 1) -> str:
+        """The change and its interval in per cent, worse positive: ``+12.3% [+8.0%, +16.9%]``."""
+        return (f'{math.expm1(self.change):+.{digits}%} [{math.expm1(self.low):+.{digits}%}, '
+                f'{math.expm1(self.high):+.{digits}%}]')
 
     def as_dict(self) -> dict:
         return {'outcome': self.outcome, 'change': math.expm1(self.change),
@@ -411,12 +425,12 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
         comp.note = (f"MPI's own cost {math.expm1(comp.cost.change):+.0%} too, within what the "
                      f"floor's move ({math.expm1(comp.floor.change):+.0%}) can explain")
     elif comp.verdict == MACHINE_CHANGED and comp.cost.outcome == UNKNOWN:
-        comp.note = (f"MPI's own cost {_interval(comp.cost)} cannot be told apart, and is "
+        comp.note = (f"MPI's own cost {comp.cost.interval(0)} cannot be told apart, and is "
                      f"within what the floor's move ({math.expm1(comp.floor.change):+.0%}) "
                      f"can explain")
     elif comp.verdict == CANNOT_TELL and comp.cost.outcome == WORSE:
-        comp.note = (f"MPI's own cost {_interval(comp.cost)} is within what the floor's move, "
-                     f"itself undecided ({_interval(comp.floor)}), can explain")
+        comp.note = (f"MPI's own cost {comp.cost.interval(0)} is within what the floor's move, "
+                     f"itself undecided ({comp.floor.interval(0)}), can explain")
     if comp.verdict == CANNOT_TELL:
         # what would decide: MPI's own cost, or where that is decided, the floor's move
         told = comp.cost if comp.cost.outcome == UNKNOWN or not comp.floor else comp.floor
@@ -426,11 +440,6 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
                 need <= settings.max_needed else f'more than {settings.max_needed} '
                 f'{unit} a side would be needed' if need else 'on the threshold')
         comp.note = '; '.join(x for x in (said, comp.note) if x)
-
-
-def _interval(out: Outcome) -> str:
-    return (f'{math.expm1(out.change):+.0%} [{math.expm1(out.low):+.0%}, '
-            f'{math.expm1(out.high):+.0%}]')
 
 
 def machine_notes(comparisons: list[Comparison]) -> None:
@@ -444,7 +453,7 @@ def machine_notes(comparisons: list[Comparison]) -> None:
     for c in comparisons:
         if _floor_moved(c):
             moved.setdefault(c.key.launches, {})[c.floor_variable] = (
-                f'{c.floor_variable} {_interval(c.floor)} worse-positive')
+                f'{c.floor_variable} {c.floor.interval(0)} worse-positive')
     for c in comparisons:
         floors = moved.get(c.key.launches, {})
         if c.verdict == CANNOT_TELL and floors:

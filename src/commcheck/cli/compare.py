@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from commcheck import console as textconsole
 from commcheck import paths
-from commcheck.analysis import baseline, gate, trend
+from commcheck.analysis import baseline, gate, junit, trend
 from commcheck.cli import options
 from commcheck.cli.selection import describe, history, keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
@@ -52,6 +52,9 @@ def add_parsers(sub) -> None:
     options.add_all(comp)
     comp.add_argument('--json', type=options.output_file,
                       help='write the comparison here (default: reports/gate/<session>.json)')
+    comp.add_argument('--junit', type=options.output_file, metavar='FILE',
+                      help='also write the verdicts as JUnit XML (one test case per judged '
+                           'variable; failures are the verdicts that exit 1)')
     comp.set_defaults(func=cmd_compare)
 
 
@@ -153,10 +156,7 @@ def _pct(value) -> str:
 
 def _outcome(out: gate.Outcome | None) -> str:
     """An outcome's change and interval, as fractions (worse positive)."""
-    if out is None:
-        return '-'
-    return (f'{math.expm1(out.change):+.1%} [{math.expm1(out.low):+.1%}, '
-            f'{math.expm1(out.high):+.1%}]')
+    return '-' if out is None else out.interval()
 
 
 STYLES = {gate.MPI_REGRESSED: 'bold red', gate.BOTH: 'bold red', gate.REGRESSED: 'bold red',
@@ -222,9 +222,7 @@ def exit_code(comparisons, fail_on_machine_change: bool = False) -> int:
     """1 when the software regressed (or the machine changed and the site asked to fail on
     it), 3 when nothing could be decided, else 0."""
     verdicts = {c.verdict for c in comparisons}
-    if verdicts & set(gate.SOFTWARE_REGRESSED):
-        return EXIT_REGRESSED
-    if fail_on_machine_change and gate.MACHINE_CHANGED in verdicts:
+    if any(gate.fails(v, fail_on_machine_change) for v in verdicts):
         return EXIT_REGRESSED
     return EXIT_OK if verdicts & set(gate.DECIDED) else EXIT_UNDECIDED
 
@@ -289,4 +287,7 @@ def _compare(args, db) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1, default=str) + '\n')
     console.print(f'commcheck: wrote {out}')
+    if args.junit:
+        junit.write(args.junit, comparisons, f'{label} against {against}', fail_on_machine)
+        console.print(f'commcheck: wrote {args.junit}')
     return exit_code(comparisons, fail_on_machine)
