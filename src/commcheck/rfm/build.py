@@ -115,8 +115,9 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     @run_before('compile', always_last=True)
     def build_managed_kernels(self):
-        """The Java kernels (javac against MPJ Express) and mpi4py built with this stack's
-        wrapper: build commands of this fixture's job, after the compiled kernels."""
+        """The Java kernels (javac against MPJ Express) and mpi4py for this stack (the binary
+        wheel where it serves the stack, else built with its wrapper): build commands of this
+        fixture's job, after the compiled kernels."""
         extras = self.current_environ.extras
         python, state = shlex.quote(extras['python_exe']), shlex.quote(str(paths.STATE_DIR))
         commands = []
@@ -127,7 +128,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             commands.append(f'{python} -m commcheck.site.mpi4py_build '
                             f'{shlex.quote(extras["mpi_cc"])} '
                             f'{shlex.quote(str(extras["mpi_version"]))} '
-                            f'{shlex.quote(str(paths.CACHE_DIR))}')
+                            f'{shlex.quote(str(paths.CACHE_DIR))} {shlex.quote(extras["mpi"])}')
         if self.backend == 'managed':
             self.build_system.commands = commands
         else:
@@ -152,7 +153,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
         Compiled kernels are programs of this build; Java kernels are classes the launcher's
         JVM starts (commcheck.site.launch); Python kernels are scripts run by the venv's Python
-        with this stack's mpi4py build on PYTHONPATH.
+        with this stack's mpi4py on PYTHONPATH (and ``MPI4PY_LIBMPI`` where it is the wheel).
         """
         program = experiments.program(kernel, lang)
         language = experiments.LANGUAGES[lang]
@@ -161,10 +162,10 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             return program, [], {}
         if language.feature == 'python':
             from commcheck.site import mpi4py_build
-            target = os.path.join(str(paths.CACHE_DIR), 'mpi4py', mpi4py_build.build_key(
-                extras['mpi_cc'], str(extras['mpi_version'])))
+            settings = mpi4py_build.kernel_settings(paths.CACHE_DIR, extras['mpi_cc'],
+                                                    str(extras['mpi_version']))
             script = str(paths.KERNELS_SRC / 'python' / program)
-            return extras['python_exe'], [script, *language.options], {'PYTHONPATH': target}
+            return extras['python_exe'], [script, *language.options], settings
         return self.program(program), [], {}
 
     @run_before('compile')
@@ -240,7 +241,8 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             wanted.append((jar, f'the Java kernels were not built: no {jar}'))
         if 'python' in extras['languages']:
             from commcheck.site import mpi4py_build
-            target = self.command('pingpong', 'python')[2]['PYTHONPATH']
+            target = str(mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
+                                                str(extras['mpi_version'])))
             wanted.append((os.path.join(target, mpi4py_build.DONE),
                            f'mpi4py was not built for {extras["stack"]} in {target}'))
         return sn.all(sn.assert_true(os.path.exists(path), msg=msg) for path, msg in wanted)
