@@ -28,6 +28,7 @@ or a site module that puts them on PATH (``extras['osu_module']``).
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shlex
@@ -37,9 +38,12 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
 from commcheck import experiments, paths
-from commcheck.site import Stack, spack_env
+from commcheck.site import Stack, kbuild, spack_env
 
 BUILD_TIME = re.compile(r'^BUILD (started|ended)=(\d+(?:\.\d+)?)', re.MULTILINE)
+
+#: The build's inputs, written into its stage and stored with it (kbuild.store).
+INPUTS_FILE = 'kernels-inputs.json'
 
 #: Spack state directories whose first stack this ReFrame session concretized up front.
 _CONCRETIZED_FIRST: set[str] = set()
@@ -61,6 +65,17 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     #: Why OSU is not installed for this stack (Spack path), empty when it is.
     osu_error = variable(str, value='')
+
+    #: How the compiled kernels came (CMake path): ``built`` in this session (then kept in
+    #: the cache), ``reused`` from the cache (a build of the same inputs), or empty (Spack,
+    #: a managed language only): in every dependent test's provenance.
+    kernels_build = variable(str, value='')
+
+    #: The cache key of the compiled kernels (:func:`commcheck.site.kbuild.build_key`).
+    kernels_key = variable(str, value='')
+
+    #: The stored build a reused one comes from (empty unless reused).
+    reused_from = variable(str, value='')
 
     #: When the build job started and ended (Unix seconds, the job's own clock; 0 if unknown):
     #: shows in the run report that builds ended before the measurements started.
@@ -89,14 +104,40 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             self._use_cmake(extras)
 
     def _use_cmake(self, extras):
+        fortran = 'ON' if 'fortran' in extras['languages'] else 'OFF'
+        options = [f'-DCOMMCHECK_FORTRAN={fortran}', '-DCMAKE_BUILD_TYPE=Release']
+        environ = self.current_environ
+        self.kernels_inputs = kbuild.build_inputs(
+            {'c': environ.cc, 'fortran': environ.ftn if fortran == 'ON' else ''}, extras['mpi'],
+            {k: os.path.expandvars(str(v)) for k, v in environ.env_vars.items()},
+            [*options, *environ.cflags, *environ.fflags, *environ.ldflags])
+        self.kernels_key = kbuild.build_key(extras['stack'], self.kernels_inputs)
+        found = kbuild.stored(self.kernels_key)
+        if found:
+            self.kernels_build, self.reused_from = 'reused', str(found)
+            self.sourcesdir = None
+            self.build_system = 'CustomBuild'
+            self.build_system.commands = [
+                f'echo "commcheck: kernels of {extras["stack"]} reused from {found}"']
+            return
+        self.kernels_build = 'built'
         self.sourcesdir = str(paths.KERNELS_SRC)
         self.build_system = 'CMake'
         self.build_system.builddir = 'build'
         self.build_system.max_concurrency = os.cpu_count() or 1
-        fortran = 'ON' if 'fortran' in extras['languages'] else 'OFF'
-        self.build_system.config_opts = [f'-DCOMMCHECK_FORTRAN={fortran}',
-                                         '-DCMAKE_BUILD_TYPE=Release']
-        self.postbuild_cmds = [f'cmake --install build --prefix {self.local_prefix}']
+        self.build_system.config_opts = options
+        self.postbuild_cmds = [
+            f'cmake --install build --prefix {self.local_prefix}',
+            f'{shlex.quote(extras["python_exe"])} -m commcheck.site.kbuild store '
+            f'{self.local_prefix} {self.kernels_key} {INPUTS_FILE} '
+            f'{shlex.quote(str(kbuild.cache_root()))}']
+
+    @run_before('compile')
+    def write_kernels_inputs(self):
+        """What the build is keyed by, beside it in the stage: stored with it."""
+        if self.kernels_build == 'built' and not self.is_dry_run():
+            with open(os.path.join(self.stagedir, INPUTS_FILE), 'w', encoding='utf-8') as out:
+                json.dump(self.kernels_inputs, out, indent=1)
 
     def _use_spack(self, extras):
         self.sourcesdir = None
@@ -223,7 +264,22 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     def prefix_dir(self) -> str:
         if self.backend == 'spack':
             return self.current_environ.extras['spack_view']
+        if self.reused_from:
+            return self.reused_from
         return os.path.join(self.stagedir, self.local_prefix)
+
+    def build_provenance(self) -> dict[str, str]:
+        """How this environment's programs came, for the provenance of the tests using them."""
+        extras, found = self.current_environ.extras, {}
+        if self.kernels_build:
+            found.update(kernels_build=self.kernels_build, kernels_key=self.kernels_key)
+        if 'python' in extras['languages']:
+            from commcheck.site import mpi4py_build
+            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
+                                            str(extras['mpi_version']))
+            if os.path.exists(os.path.join(target, mpi4py_build.DONE)):
+                found['mpi4py'] = mpi4py_build.build_info(target)['source']
+        return found
 
     def program(self, name: str) -> str:
         """Absolute path of one of the project's programs (``pingpong-c``, ``stencil-f``, ...)."""
