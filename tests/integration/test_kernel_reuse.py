@@ -3,41 +3,41 @@ them, the second reuses them and says so, in its output and in every test's prov
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from commcheck import paths
-from tests.conftest import STACKS, needs_stacks
+from tests.conftest import needs_stacks
 from tests.integration.test_reframe_sessions import cases, reframe, run_reports
 
 pytestmark = [needs_stacks(), pytest.mark.integration]
 
-#: A stack without Python: its fixture builds the compiled kernels only (mpi4py is another
-#: cache's, test_mpi4py_wheel.py).
-C_ONLY = [s for s in STACKS if 'python' not in s.tested_languages]
+#: The PyPI MPICH wheel's stack alone (a wheels directory holding only it): C only, so the
+#: session's one fixture builds the compiled kernels and nothing else, in a minute or two.
+MPICH_WHEEL = paths.WHEELS_DIR / 'mpich'
 
 
-@pytest.mark.skipif(not C_ONLY, reason='no stack without Python here')
+@pytest.mark.skipif(not (MPICH_WHEEL / 'bin' / 'mpicc').exists(),
+                    reason='no PyPI MPICH wheel (commcheck setup-mpi)')
 def test_the_second_session_reuses_the_kernels_and_says_so(isolated_env, tmp_path):
-    stack = C_ONLY[0]
-    cache = tmp_path / 'cache'
-    cache.mkdir()
-    if (paths.CACHE_DIR / 'mpi4py').is_dir():     # mpi4py as it is: only the kernels start empty
-        os.symlink(paths.CACHE_DIR / 'mpi4py', cache / 'mpi4py')
+    (tmp_path / 'wheels').mkdir()
+    (tmp_path / 'wheels' / 'mpich').symlink_to(MPICH_WHEEL)
     (tmp_path / 'norefs').mkdir()
-    isolated_env.update(COMMCHECK_CACHE=str(cache), RFM_REFERENCE_PREFIX=str(tmp_path / 'norefs'))
-    args = ('-r', '-n', 'PingPong%lang=c', '--mode', 'quick', '-p', f'^{stack.name}$')
+    cache = tmp_path / 'cache'
+    isolated_env.update(COMMCHECK_CACHE=str(cache), RFM_REFERENCE_PREFIX=str(tmp_path / 'norefs'),
+                        COMMCHECK_MPI='wheels', COMMCHECK_WHEELS_DIR=str(tmp_path / 'wheels'))
     sessions = []
     for _ in range(2):
-        done = reframe(isolated_env, *args)
+        done = reframe(isolated_env, '-r', '-n', 'PingPong%lang=c', '--mode', 'quick')
         assert done.returncode == 0, done.stdout[-3000:]
-        ran = [tc for tc in cases(run_reports(isolated_env)[-1]) if tc['environ'] == stack.name]
-        sessions.append((done.stdout, ran))
+        sessions.append((done.stdout, cases(run_reports(isolated_env)[-1])))
     (first, ran1), (second, ran2) = sessions
-    build1, build2 = ([tc for tc in ran if tc['name'].startswith('KernelsBuild')][0]
+    build1, build2 = ([tc for tc in ran if tc['name'].startswith('KernelsBuild')]
                       for ran in (ran1, ran2))
+    assert len(build1) == len(build2) == 1
+    build1, build2 = build1[0], build2[0]
+    stack = build1['environ']
     assert (build1['kernels_build'], build2['kernels_build']) == ('built', 'reused')
+    assert f'build {stack}: built' in first and f'build {stack}: reused' in second
     assert build1['kernels_key'] == build2['kernels_key']
     assert build2['reused_from'] == str(cache / 'kernels' / build1['kernels_key'])
     for ran, how in ((ran1, 'built'), (ran2, 'reused')):

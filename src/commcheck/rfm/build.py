@@ -49,6 +49,14 @@ INPUTS_FILE = 'kernels-inputs.json'
 _CONCRETIZED_FIRST: set[str] = set()
 
 
+def say(line: str) -> None:
+    """A progress line among ReFrame's (plain text, flushed: a log, a pipe or no terminal)."""
+    try:
+        print(f'commcheck: {line}', flush=True)
+    except OSError:             # the reader went away: progress is not worth a failure
+        pass
+
+
 class KernelsBuild(rfm.CompileOnlyRegressionTest):
     """Builds (or installs through Spack) the kernels of one environment; shared by its checks."""
 
@@ -177,6 +185,41 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         self.prebuild_cmds = ['echo "BUILD started=$(date +%s.%N)"', *self.prebuild_cmds]
         self.postbuild_cmds = [*self.postbuild_cmds, 'echo "BUILD ended=$(date +%s.%N)"']
 
+    def _parts(self, done: bool) -> list[tuple[str, str, bool]]:
+        """(part, state, made in this session) of what this fixture provides: the compiled
+        kernels, mpi4py, the Java kernels; ``done``: as the finished build left them."""
+        extras, parts = self.current_environ.extras, []
+        if self.kernels_build:
+            fresh = self.kernels_build != 'reused'
+            parts.append(('kernels', ('built' if done else 'building') if fresh else 'reused',
+                          fresh))
+        elif self.backend == 'spack':
+            parts.append(('Spack environment', 'installed' if done else 'installing', True))
+        if 'python' in extras['languages']:
+            from commcheck.site import mpi4py_build
+            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
+                                            str(extras['mpi_version']))
+            made = (target / mpi4py_build.DONE).exists()
+            fresh = getattr(self, '_mpi4py_fresh', not made)
+            self._mpi4py_fresh = fresh
+            how = mpi4py_build.build_info(target)['source'] if made else ''
+            parts.append(('mpi4py', (how if fresh else f'{how}, reused') if made else
+                          'building (the wheel, or from source: minutes)', fresh))
+        if 'java' in extras['languages']:
+            parts.append(('Java kernels', 'built' if done else 'building', True))
+        return parts
+
+    def _say(self, state: str, parts: list[tuple[str, str, bool]], extra: str = '') -> None:
+        say(f'build {self.current_environ.name}: {state}{extra} '
+            f'({"; ".join(f"{part} {how}" for part, how, _ in parts)})')
+
+    @run_before('compile', always_last=True)
+    def say_building(self):
+        """One line per stack as its build starts: what is reused and what is built."""
+        if not self.is_dry_run():
+            parts = self._parts(done=False)
+            self._say('building' if any(fresh for *_, fresh in parts) else 'reused', parts)
+
     @run_before('sanity')
     def read_build_times(self):
         if self.is_dry_run():
@@ -188,6 +231,16 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             return
         self.build_started = float(found.get('started', 0.0))
         self.build_ended = float(found.get('ended', 0.0))
+
+    @run_before('sanity')
+    def say_built(self):
+        """One line per stack as its build ended (a failed one: commcheck run says so)."""
+        if not self.is_dry_run():
+            parts = self._parts(done=True)
+            built = any(fresh for *_, fresh in parts)
+            took = self.build_ended - self.build_started if self.build_started > 0 else 0
+            self._say('built' if built else 'reused', parts,
+                      f' in {took:.0f} s' if built and took > 0 else '')
 
     def command(self, kernel: str, lang: str) -> tuple[str, list[str], dict[str, str]]:
         """How to start a kernel in a language here: (executable, leading options, settings).
