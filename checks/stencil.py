@@ -14,6 +14,7 @@ Defaults fit a login node; seed 002's sizes: ``--mode seeds`` (4800 x 4800, 500 
 """
 
 import math
+import os
 import re
 
 import reframe as rfm
@@ -154,7 +155,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
     descr = '2-D heat stencil: halo exchange by Send/Recv vs MPI-3 shared-memory windows'
     valid_systems = ['*']
     variant = parameter(['sr', 'nb', 'shm', 'shmnc', 'hybrid'])
-    ranks = parameter([1, 2, 4, 9, 16, 25, 36])   # the seed's square grids, and 2 for 2-core nodes
+    ranks = parameter(experiments.STENCIL_RANKS)   # the seed's square grids, and 2 for 2 cores
     #: Rank counts above this are skipped (a 2-core node runs 1, 2, 4 and 9: oversubscribed).
     #:
     #: :type: :class:`int`
@@ -164,6 +165,24 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
     steps = experiments.default('Stencil', 'steps')
     min_reps = experiments.default('Stencil', 'min_reps')
     target_seconds = experiments.default('Stencil', 'target_seconds')
+    #: How many of the rank counts above a node's cores (oversubscribed: never judged) run,
+    #: the smallest first; the others are skipped, saying how to have them (``--mode full``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (1: on a 2-core node, 4 ranks runs and 9 does not)
+    oversubscribed_counts = variable(int, value=experiments.default('Stencil',
+                                                                    'oversubscribed_counts'))
+    #: The grid (points per dimension) and time steps of an oversubscribed run, verified cell
+    #: by cell against the kernel's own sequential computation; ``oversubscribed_n=0``: the
+    #: check's grid, compared with the sequential fixture's run as every other rank count.
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (48 and 10: the kernel tests' grid)
+    oversubscribed_n = variable(int, value=experiments.default('Stencil', 'oversubscribed_n'))
+    oversubscribed_steps = variable(int, value=experiments.default('Stencil',
+                                                                   'oversubscribed_steps'))
+    #: The run used the oversubscribed runs' small grid, not the sequential fixture's.
+    small_grid = variable(bool, value=False)
     #: ``no`` runs without the every-cell comparison (only total heat and checksum are then
     #: compared with the sequential run): an explicit choice, never a silent default.
     verify = variable(str, type(None), value=None)
@@ -211,6 +230,25 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
                      f'{self.ranks} ranks > max_ranks={self.max_ranks} (login-node default; '
                      f'-S Stencil.max_ranks=36 or --mode seeds for the seed\'s grid)')
 
+    @run_after('setup')
+    def keep_one_oversubscribed_count(self):
+        """Oversubscribed rank counts are never judged: the smallest ``oversubscribed_counts``
+        of them run (on the small grid), to validate the halo exchange across more ranks."""
+        if not self.oversubscribed:
+            return
+        part = self.current_partition.extras
+        cores, nodes = part.get('cores') or os.cpu_count(), part.get('nodes') or 1
+        spread = part.get('placement') == 'different-nodes'
+        over = [r for r in experiments.STENCIL_RANKS if r <= self.max_ranks and
+                (-(-r // min(nodes, r)) if spread else r) > cores]
+        self.skip_because(not experiments.oversubscribed_runs(self.ranks, over,
+                                                              self.oversubscribed_counts),
+                          f'{self.ranks} ranks on {cores} cores: {experiments.LEFT_OUT}')
+        if self.oversubscribed_n:
+            self.n = experiments.grid_for(self.ranks, self.oversubscribed_n)
+            self.steps = self.oversubscribed_steps
+            self.grid_source, self.small_grid = 'the oversubscribed runs\' small grid', True
+
     @property
     def lang(self) -> str:
         return self.seq.lang
@@ -222,7 +260,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
                                 '--steps', str(self.steps), *self.repetition_options()]
         if self.ranks == 1:
             self.executable_opts += ['--baseline', 'yes']
-        if self.verify:
+        if self.verify and not self.small_grid:     # the small grid is always verified
             self.executable_opts += ['--verify', self.verify]
         if self.variant == 'hybrid' and not self.spans_nodes:
             self.executable_opts += ['--node-size', str(self.emulated_node_size())]
@@ -252,7 +290,9 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         heat and position-weighted checksum equal the sequential baseline run's."""
         sn.evaluate(sn.assert_true(all(run['PASS'] for run in kernel_runs(self, 'stream')),
                                    msg='STREAM did not validate its arrays'))
-        stencil_verified(self, self.verify)
+        stencil_verified(self, None if self.small_grid else self.verify)
+        if self.small_grid:         # another size than the sequential fixture's: no compare
+            return True
         sn.evaluate(sn.assert_eq((self.n, self.steps), (self.seq.n, self.seq.steps),
                                  msg='sequential baseline ran another size: {1} vs {0}'))
         for field in ('total_heat', 'checksum'):
@@ -270,11 +310,13 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
                      key=lambda result: result['copy_GBps'])
         self.bound = describe_bound(self, 16 * (self.n + 2) ** 2)
         # 1 rank: sequential and variant runs paired in this launch; else across launches
+        # (none on the small grid: the sequential fixture ran another size)
         speedup = result['seq_ratio'] if self.ranks == 1 else seq_time / result['time_s']
         self.perf_variables = computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
-            'halo_share': (result['halo_share'], ''), 'speedup': (speedup, 'x'),
-            'efficiency': (speedup / self.ranks, ''),
+            'halo_share': (result['halo_share'], ''),
+            **({} if self.small_grid else {'speedup': (speedup, 'x'),
+                                           'efficiency': (speedup / self.ranks, '')}),
             'stream_copy': (stream['copy_GBps'], 'GB/s'),
             # oversubscribed: ranks time-sliced on shared cores make no bound (none shown)
             **({} if self.oversubscribed else

@@ -45,8 +45,10 @@ def needs_stacks():
 
 @pytest.fixture(scope='session')
 def kernel_builds(tmp_path_factory):
-    """Each stack's kernels, built with CMake and the stack's own wrappers: stack name -> bin."""
-    return {s.name: kbuild.cmake_build(s, tmp_path_factory.mktemp(f'build-{s.name}'))
+    """Each stack's kernels, built with CMake and the stack's own wrappers: stack name -> bin
+    (kept in the kernel cache, keyed by their inputs: a session after one that built the same
+    sources with the same stacks reuses them)."""
+    return {s.name: kbuild.cached_cmake_build(s, tmp_path_factory.mktemp(f'build-{s.name}'))[0]
             for s in REFERENCE_STACKS}
 
 

@@ -26,6 +26,8 @@ NOTHING_RAN = re.compile(r'Ran 0/0 test case')
 REFUSED = re.compile(r'(?:reframe: error:|command line error:)\s*(.*)')
 NOT_STORED = re.compile(r'failed to store results in the database:?\s*(.*)')
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
+#: ReFrame's line for a failed build fixture: its environment (the stack) in group 1.
+BUILD_FAILED = re.compile(r'^\[\s*FAIL\s*\].*?\bKernelsBuild\b.*?\+(\S+)')
 PR_SET_PDEATHSIG = 1
 
 
@@ -92,13 +94,27 @@ def run_reframe(cmd: list[str], env: dict, lock: runstate.RunLock) -> tuple[int,
         try:
             for line in proc.stdout:
                 sys.stdout.write(line)
+                plain = ANSI.sub('', line.rstrip('\n'))
+                said = progress(plain)
+                if said:
+                    sys.stdout.write(said + '\n')
                 sys.stdout.flush()
-                tail = (tail + [ANSI.sub('', line.rstrip('\n'))])[-200:]
+                tail = (tail + [plain])[-200:]
         except BrokenPipeError:
             pass        # commcheck's reader went away; ReFrame still finishes and stores
         finally:
             status = proc.wait()
     return status, tail, list(received)
+
+
+def progress(line: str) -> str | None:
+    """The progress line for one of ReFrame's: a stack's failed build (its building and
+    built lines are the fixture's own, commcheck.rfm.build)."""
+    failed = BUILD_FAILED.search(line)
+    if failed:
+        return (f'commcheck: build {failed.group(1)}: failed (ReFrame\'s failure report, at '
+                f'the end, says why)')
+    return None
 
 
 def _setup(args):

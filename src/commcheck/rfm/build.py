@@ -28,6 +28,7 @@ or a site module that puts them on PATH (``extras['osu_module']``).
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shlex
@@ -37,12 +38,23 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
 from commcheck import experiments, paths
-from commcheck.site import Stack, spack_env
+from commcheck.site import Stack, kbuild, spack_env
 
 BUILD_TIME = re.compile(r'^BUILD (started|ended)=(\d+(?:\.\d+)?)', re.MULTILINE)
 
+#: The build's inputs, written into its stage and stored with it (kbuild.store).
+INPUTS_FILE = 'kernels-inputs.json'
+
 #: Spack state directories whose first stack this ReFrame session concretized up front.
 _CONCRETIZED_FIRST: set[str] = set()
+
+
+def say(line: str) -> None:
+    """A progress line among ReFrame's (plain text, flushed: a log, a pipe or no terminal)."""
+    try:
+        print(f'commcheck: {line}', flush=True)
+    except OSError:             # the reader went away: progress is not worth a failure
+        pass
 
 
 class KernelsBuild(rfm.CompileOnlyRegressionTest):
@@ -61,6 +73,17 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     #: Why OSU is not installed for this stack (Spack path), empty when it is.
     osu_error = variable(str, value='')
+
+    #: How the compiled kernels came (CMake path): ``built`` in this session (then kept in
+    #: the cache), ``reused`` from the cache (a build of the same inputs), or empty (Spack,
+    #: a managed language only): in every dependent test's provenance.
+    kernels_build = variable(str, value='')
+
+    #: The cache key of the compiled kernels (:func:`commcheck.site.kbuild.build_key`).
+    kernels_key = variable(str, value='')
+
+    #: The stored build a reused one comes from (empty unless reused).
+    reused_from = variable(str, value='')
 
     #: When the build job started and ended (Unix seconds, the job's own clock; 0 if unknown):
     #: shows in the run report that builds ended before the measurements started.
@@ -89,14 +112,40 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             self._use_cmake(extras)
 
     def _use_cmake(self, extras):
+        fortran = 'ON' if 'fortran' in extras['languages'] else 'OFF'
+        options = [f'-DCOMMCHECK_FORTRAN={fortran}', '-DCMAKE_BUILD_TYPE=Release']
+        environ = self.current_environ
+        self.kernels_inputs = kbuild.build_inputs(
+            {'c': environ.cc, 'fortran': environ.ftn if fortran == 'ON' else ''}, extras['mpi'],
+            {k: os.path.expandvars(str(v)) for k, v in environ.env_vars.items()},
+            [*options, *environ.cflags, *environ.fflags, *environ.ldflags])
+        self.kernels_key = kbuild.build_key(extras['stack'], self.kernels_inputs)
+        found = kbuild.stored(self.kernels_key)
+        if found:
+            self.kernels_build, self.reused_from = 'reused', str(found)
+            self.sourcesdir = None
+            self.build_system = 'CustomBuild'
+            self.build_system.commands = [
+                f'echo "commcheck: kernels of {extras["stack"]} reused from {found}"']
+            return
+        self.kernels_build = 'built'
         self.sourcesdir = str(paths.KERNELS_SRC)
         self.build_system = 'CMake'
         self.build_system.builddir = 'build'
         self.build_system.max_concurrency = os.cpu_count() or 1
-        fortran = 'ON' if 'fortran' in extras['languages'] else 'OFF'
-        self.build_system.config_opts = [f'-DCOMMCHECK_FORTRAN={fortran}',
-                                         '-DCMAKE_BUILD_TYPE=Release']
-        self.postbuild_cmds = [f'cmake --install build --prefix {self.local_prefix}']
+        self.build_system.config_opts = options
+        self.postbuild_cmds = [
+            f'cmake --install build --prefix {self.local_prefix}',
+            f'{shlex.quote(extras["python_exe"])} -m commcheck.site.kbuild store '
+            f'{self.local_prefix} {self.kernels_key} {INPUTS_FILE} '
+            f'{shlex.quote(str(kbuild.cache_root()))}']
+
+    @run_before('compile')
+    def write_kernels_inputs(self):
+        """What the build is keyed by, beside it in the stage: stored with it."""
+        if self.kernels_build == 'built' and not self.is_dry_run():
+            with open(os.path.join(self.stagedir, INPUTS_FILE), 'w', encoding='utf-8') as out:
+                json.dump(self.kernels_inputs, out, indent=1)
 
     def _use_spack(self, extras):
         self.sourcesdir = None
@@ -115,8 +164,9 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     @run_before('compile', always_last=True)
     def build_managed_kernels(self):
-        """The Java kernels (javac against MPJ Express) and mpi4py built with this stack's
-        wrapper: build commands of this fixture's job, after the compiled kernels."""
+        """The Java kernels (javac against MPJ Express) and mpi4py for this stack (the binary
+        wheel where it serves the stack, else built with its wrapper): build commands of this
+        fixture's job, after the compiled kernels."""
         extras = self.current_environ.extras
         python, state = shlex.quote(extras['python_exe']), shlex.quote(str(paths.STATE_DIR))
         commands = []
@@ -127,13 +177,48 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             commands.append(f'{python} -m commcheck.site.mpi4py_build '
                             f'{shlex.quote(extras["mpi_cc"])} '
                             f'{shlex.quote(str(extras["mpi_version"]))} '
-                            f'{shlex.quote(str(paths.CACHE_DIR))}')
+                            f'{shlex.quote(str(paths.CACHE_DIR))} {shlex.quote(extras["mpi"])}')
         if self.backend == 'managed':
             self.build_system.commands = commands
         else:
             self.postbuild_cmds = list(self.postbuild_cmds) + commands
         self.prebuild_cmds = ['echo "BUILD started=$(date +%s.%N)"', *self.prebuild_cmds]
         self.postbuild_cmds = [*self.postbuild_cmds, 'echo "BUILD ended=$(date +%s.%N)"']
+
+    def _parts(self, done: bool) -> list[tuple[str, str, bool]]:
+        """(part, state, made in this session) of what this fixture provides: the compiled
+        kernels, mpi4py, the Java kernels; ``done``: as the finished build left them."""
+        extras, parts = self.current_environ.extras, []
+        if self.kernels_build:
+            fresh = self.kernels_build != 'reused'
+            parts.append(('kernels', ('built' if done else 'building') if fresh else 'reused',
+                          fresh))
+        elif self.backend == 'spack':
+            parts.append(('Spack environment', 'installed' if done else 'installing', True))
+        if 'python' in extras['languages']:
+            from commcheck.site import mpi4py_build
+            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
+                                            str(extras['mpi_version']))
+            made = (target / mpi4py_build.DONE).exists()
+            fresh = getattr(self, '_mpi4py_fresh', not made)
+            self._mpi4py_fresh = fresh
+            how = mpi4py_build.build_info(target)['source'] if made else ''
+            parts.append(('mpi4py', (how if fresh else f'{how}, reused') if made else
+                          'building (the wheel, or from source: minutes)', fresh))
+        if 'java' in extras['languages']:
+            parts.append(('Java kernels', 'built' if done else 'building', True))
+        return parts
+
+    def _say(self, state: str, parts: list[tuple[str, str, bool]], extra: str = '') -> None:
+        say(f'build {self.current_environ.name}: {state}{extra} '
+            f'({"; ".join(f"{part} {how}" for part, how, _ in parts)})')
+
+    @run_before('compile', always_last=True)
+    def say_building(self):
+        """One line per stack as its build starts: what is reused and what is built."""
+        if not self.is_dry_run():
+            parts = self._parts(done=False)
+            self._say('building' if any(fresh for *_, fresh in parts) else 'reused', parts)
 
     @run_before('sanity')
     def read_build_times(self):
@@ -147,12 +232,22 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         self.build_started = float(found.get('started', 0.0))
         self.build_ended = float(found.get('ended', 0.0))
 
+    @run_before('sanity')
+    def say_built(self):
+        """One line per stack as its build ended (a failed one: commcheck run says so)."""
+        if not self.is_dry_run():
+            parts = self._parts(done=True)
+            built = any(fresh for *_, fresh in parts)
+            took = self.build_ended - self.build_started if self.build_started > 0 else 0
+            self._say('built' if built else 'reused', parts,
+                      f' in {took:.0f} s' if built and took > 0 else '')
+
     def command(self, kernel: str, lang: str) -> tuple[str, list[str], dict[str, str]]:
         """How to start a kernel in a language here: (executable, leading options, settings).
 
         Compiled kernels are programs of this build; Java kernels are classes the launcher's
         JVM starts (commcheck.site.launch); Python kernels are scripts run by the venv's Python
-        with this stack's mpi4py build on PYTHONPATH.
+        with this stack's mpi4py on PYTHONPATH (and ``MPI4PY_LIBMPI`` where it is the wheel).
         """
         program = experiments.program(kernel, lang)
         language = experiments.LANGUAGES[lang]
@@ -161,10 +256,10 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             return program, [], {}
         if language.feature == 'python':
             from commcheck.site import mpi4py_build
-            target = os.path.join(str(paths.CACHE_DIR), 'mpi4py', mpi4py_build.build_key(
-                extras['mpi_cc'], str(extras['mpi_version'])))
+            settings = mpi4py_build.kernel_settings(paths.CACHE_DIR, extras['mpi_cc'],
+                                                    str(extras['mpi_version']))
             script = str(paths.KERNELS_SRC / 'python' / program)
-            return extras['python_exe'], [script, *language.options], {'PYTHONPATH': target}
+            return extras['python_exe'], [script, *language.options], settings
         return self.program(program), [], {}
 
     @run_before('compile')
@@ -222,7 +317,22 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     def prefix_dir(self) -> str:
         if self.backend == 'spack':
             return self.current_environ.extras['spack_view']
+        if self.reused_from:
+            return self.reused_from
         return os.path.join(self.stagedir, self.local_prefix)
+
+    def build_provenance(self) -> dict[str, str]:
+        """How this environment's programs came, for the provenance of the tests using them."""
+        extras, found = self.current_environ.extras, {}
+        if self.kernels_build:
+            found.update(kernels_build=self.kernels_build, kernels_key=self.kernels_key)
+        if 'python' in extras['languages']:
+            from commcheck.site import mpi4py_build
+            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
+                                            str(extras['mpi_version']))
+            if os.path.exists(os.path.join(target, mpi4py_build.DONE)):
+                found['mpi4py'] = mpi4py_build.build_info(target)['source']
+        return found
 
     def program(self, name: str) -> str:
         """Absolute path of one of the project's programs (``pingpong-c``, ``stencil-f``, ...)."""
@@ -240,7 +350,8 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             wanted.append((jar, f'the Java kernels were not built: no {jar}'))
         if 'python' in extras['languages']:
             from commcheck.site import mpi4py_build
-            target = self.command('pingpong', 'python')[2]['PYTHONPATH']
+            target = str(mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
+                                                str(extras['mpi_version'])))
             wanted.append((os.path.join(target, mpi4py_build.DONE),
                            f'mpi4py was not built for {extras["stack"]} in {target}'))
         return sn.all(sn.assert_true(os.path.exists(path), msg=msg) for path, msg in wanted)

@@ -168,6 +168,9 @@ class StackCheck(rfm.RegressionTestPlugin):
                if k.startswith(MPI_ENV_PREFIXES)},
             **({'spack_lock': lock} if (lock := spack_env.lock_digest(env.get('spack_env')))
                else {}),
+            # built in this session or reused from the cache (the fixture has run by now)
+            **(kernels.build_provenance() if (kernels := getattr(self, 'kernels', None))
+               and hasattr(kernels, 'build_provenance') else {}),
         }
 
     @run_after('setup')

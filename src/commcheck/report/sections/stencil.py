@@ -4,7 +4,7 @@ pointer study."""
 
 from __future__ import annotations
 
-from commcheck.experiments import POINTER_PHASES, POINTER_RATIOS
+from commcheck.experiments import LEFT_OUT, POINTER_PHASES, POINTER_RATIOS
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks, text
 from commcheck.report.plots import Painter, error_bars, spread_caption
@@ -17,15 +17,32 @@ PANELS = (('time', 'time (s)'), ('speedup', 'speedup over sequential'),
 
 
 def grid(ctx: Context, check_names) -> dict:
-    """The problem size the tests ran (their n and steps variables), as recorded."""
+    """The problem size the tests ran (their n and steps variables), as recorded; the
+    oversubscribed runs' small grid apart (:func:`small_grids`)."""
     found = {}
     for case in ctx.cases:
-        if case.check in check_names and not case.fixture:
+        if case.check in check_names and not case.fixture and not case.raw.get('small_grid'):
             for key in ('n', 'steps'):
                 value = case.raw.get(key)
                 if isinstance(value, int) and not isinstance(value, bool):
                     found.setdefault(key, set()).add(value)
     return {k: sorted(v) for k, v in found.items()}
+
+
+def small_grids(ctx: Context) -> list[dict]:
+    """The oversubscribed runs on the small grid: rank count, n and steps."""
+    found = {(c.raw.get('ranks'), c.raw.get('n'), c.raw.get('steps')) for c in ctx.cases
+             if c.check in checks('stencil') and c.raw.get('small_grid') and
+             c.result not in ('skip', 'fail_deps')}
+    return [{'ranks': r, 'n': n, 'steps': s} for r, n, s in sorted(found, key=str)]
+
+
+def left_out(ctx: Context) -> dict:
+    """The stencil's test cases the run left out as never judged, and how to have them."""
+    cases = [c for c in ctx.cases if c.check in checks('stencil') and c.result == 'skip'
+             and LEFT_OUT in c.skip_reason]
+    ranks = sorted({text(c.raw.get('ranks')) for c in cases}, key=lambda r: (len(r), r))
+    return {'cases': len(cases), 'ranks': ranks, 'how': LEFT_OUT} if cases else {}
 
 
 def rows_of(ctx: Context) -> list[dict]:
@@ -171,5 +188,6 @@ def build(ctx: Context) -> Section:
     return Section({
         'rows': rows, 'languages': langs, 'grid': grid(ctx, checks('stencil')), 'bounds': bounds,
         'oversubscribed': [{'environ': e, 'ranks': n} for e, n in over],
+        'small_grids': small_grids(ctx), 'left_out': left_out(ctx),
         'pointers': pointers, 'pointer_grid': grid(ctx, checks('pointers')), 'cores': cores},
         'stencil.html.j2', plots)
