@@ -246,7 +246,7 @@ class Judgement:
     def statement(self) -> str:
         """The verdict in words: which stack is slower, by how much, with its interval."""
         if not self.cost or not math.isfinite(self.cost.high):
-            return self.note
+            return ''
         what = "MPI's own cost" if self.floor else 'the value'
         change = (f'{math.expm1(self.cost.change):+.1%} [{math.expm1(self.cost.low):+.1%}, '
                   f'{math.expm1(self.cost.high):+.1%}]')
@@ -371,3 +371,15 @@ def _unjudgeable(j: Judgement) -> bool:
     else:
         return False
     return True
+
+
+FORMAT_VERSION = 1      #: of the JSON ``commcheck upgrade`` writes (reports/upgrade/<session>.json)
+
+
+def record(sessions: list[str], old: str, new: str, settings: Settings,
+           judgements: list[Judgement]) -> dict:
+    """What ``commcheck upgrade`` writes and the report's upgrade section reads."""
+    return {'format_version': FORMAT_VERSION, 'kind': 'upgrade', 'sessions': sessions,
+            'old': old, 'new': new, 'settings': dataclasses.asdict(settings),
+            'counts': gate.counts(judgements),
+            'judgements': [j.as_dict() for j in judgements]}

@@ -38,9 +38,11 @@ from commcheck.cli import (  # noqa: E402
     run,
     site,
     tools,
+    upgrade,
 )
 
-COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive)
+COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, upgrade, history,
+            archive)
 
 
 def parser() -> options.Parser:
