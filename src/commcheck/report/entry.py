@@ -8,18 +8,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from commcheck.report.build import write_report
-from commcheck.report.inputs import load_gate, load_run_report, stored_history
+from commcheck.report.inputs import load_gate, load_run_report, load_upgrade, stored_history
 from commcheck.results import store
 from commcheck.results.store import HistoryError, Session, Warn
 
 
-def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
-    """``commcheck compare`` writes its JSON under the newest judged session's uuid."""
+def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn, kind: str = 'gate',
+                load=load_gate) -> dict | None:
+    """``commcheck compare`` writes its JSON under the newest judged session's uuid (in
+    ``gate/``; ``commcheck upgrade`` in ``upgrade/``, read with ``load_upgrade``)."""
     for session in reversed(sessions):
-        record = load_gate(Path(reports_dir) / 'gate' / f'{session.uuid}.json', warn)
+        record = load(Path(reports_dir) / kind / f'{session.uuid}.json', warn)
         if record is not None:
             return record
     return None
+
+
+def upgrade_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
+    return gate_record(sessions, reports_dir, warn, 'upgrade', load_upgrade)
 
 
 class _Collect:
@@ -47,7 +53,8 @@ def report_of_run(run_report: Path, reports_dir: Path, db: Path,
         session = newest
         warn(f'reporting the newest stored session {session.uuid} instead')
     gate = gate_record([session], reports_dir, warn)
-    return _write([session], reports_dir, db, gate, warn)
+    return _write([session], reports_dir, db, gate, warn,
+                  upgrade_record([session], reports_dir, warn))
 
 
 def _newest(db: Path, warn: Warn) -> Session | None:
@@ -59,12 +66,13 @@ def _newest(db: Path, warn: Warn) -> Session | None:
     return newest[-1] if newest else None
 
 
-def _write(sessions: list[Session], out_root: Path, db: Path, gate, warn: _Collect) -> Path:
+def _write(sessions: list[Session], out_root: Path, db: Path, gate, warn: _Collect,
+           upgrade: dict | None = None) -> Path:
     """The report, with the stored history read through the sample index."""
     stored = stored_history(db, warn)
     try:
         return write_report(sessions, out_root, history_sessions=stored, gate=gate,
-                            warn=warn.warn, notes=warn.seen)
+                            warn=warn.warn, notes=warn.seen, upgrade=upgrade)
     finally:
         if hasattr(stored, 'close'):
             stored.close()
@@ -90,4 +98,5 @@ def report_of_stored(db: Path, wanted: list[str], out_root: Path, reports_dir: P
         raise HistoryError(f'{db}: no stored session to report on'
                            + (f' (asked for {", ".join(wanted)})' if wanted else ''))
     gate = gate_record(sessions, reports_dir, warn)
-    return _write(sessions, out_root, db, gate, warn)
+    return _write(sessions, out_root, db, gate, warn,
+                  upgrade_record(sessions, reports_dir, warn))

@@ -90,6 +90,26 @@ def load_gate(path: str | Path, warn: Warn) -> dict | None:
     return record
 
 
+def load_upgrade(path: str | Path, warn: Warn) -> dict | None:
+    """An upgrade JSON written by ``commcheck upgrade``, or None (absent: silently; bad:
+    warned)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        warn(f'{path}: not a readable upgrade record ({err}); no upgrade section')
+        return None
+    if not (isinstance(record, dict) and record.get('kind') == 'upgrade'
+            and isinstance(record.get('sessions'), list)
+            and isinstance(record.get('judgements'), list)):
+        warn(f'{path}: not an upgrade record of `commcheck upgrade` (no sessions/judgements); '
+             f'no upgrade section')
+        return None
+    return record
+
+
 def load_baselines(systems: list[str], warn: Warn) -> dict[str, baseline.BaselineFile]:
     """The baseline file of each system, where one exists
     (``<references>/<system>.baseline.json``)."""
