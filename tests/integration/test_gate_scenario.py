@@ -16,6 +16,13 @@ breakage only (a factor 2 at least): they fail the Open MPI TCP run (8 B latency
 and a clean rerun on a shared VM may still have one launch beyond them (seen: 1 MiB at 27 % of
 the baseline median), which is why the verdict is ``commcheck compare``'s, not ReFrame's.
 
+The upgrade question, paired (``commcheck upgrade``): Debian's MPICH in service against itself
+under another name (A/A: never flagged) and against itself made 20 % slower by the slowmpi
+interposer (``src/kernels/tools/slowmpi``: a real wait before every message, sized in each
+launch to its own 8 B and 1 MiB times): exit 1, the slower stack named. The two launches of a
+pair share the machine's regime and the interposer sizes itself in it, so neither outcome
+depends on which regime the session meets.
+
 Not here: MPICH's UCX forced onto TCP (``UCX_TLS=tcp,self``). It is flagged (+840 % 8 B
 latency, all six key variables, measured by hand), but Debian's MPICH 4.0.2 then hangs in
 MPI_Finalize in about one launch of five (see config/sites/example-slurm.yaml), and a hung

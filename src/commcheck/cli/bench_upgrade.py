@@ -97,7 +97,7 @@ def record_sessions(args, stacks, binding: str) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix='commcheck-upgrade-') as tmp:
         programs = {s.id: kbuild.cmake_build(s, Path(tmp) / s.id, targets=('pingpong-c',))
                     / 'pingpong-c' for s in stacks}
-        libraries = {s.id: slowmpi.build(s, Path(tmp) / f'slowmpi-{s.id}') for s in stacks}
+        libraries = {s.id: slowmpi.build(s, Path(tmp) / s.id) for s in stacks}
         for i, kind in enumerate(kinds):
             if i:
                 time.sleep(args.gap)

@@ -9,10 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from commcheck import paths
 from commcheck.site import Stack, kbuild
 
-SOURCE = paths.KERNELS_SRC / 'tools' / 'slowmpi'
 LINE = re.compile(r'slowmpi: (?P<ranks>\d+) ranks, (?P<messages>\d+) messages; asked '
                   r'(?P<ns>[\d.]+) ns \+ (?P<ns_per_kib>[\d.]+) ns/KiB .*?added, measured on '
                   r'(?P<sampled>\d+) messages: small (?P<small>[\d.]+) ns a message \(asked '
@@ -21,8 +19,10 @@ LINE = re.compile(r'slowmpi: (?P<ranks>\d+) ranks, (?P<messages>\d+) messages; a
 
 
 def build(stack: Stack, build_dir: Path) -> Path:
-    """The interposer built with the stack's C wrapper, as the kernels are: its library."""
-    return kbuild.cmake_build(stack, build_dir, source=SOURCE).parent / 'lib' / 'libslowmpi.so'
+    """The interposer built with the stack's C wrapper, by the kernels' CMake project (a
+    target outside its default build): its library."""
+    return kbuild.cmake_build(stack, build_dir, targets=('slowmpi',)).parent / 'lib' / \
+        'libslowmpi.so'
 
 
 def environment(library: Path, percent: float) -> dict[str, str]:

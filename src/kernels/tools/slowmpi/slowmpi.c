@@ -236,42 +236,28 @@ int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
-/* The sends: the wait, then the library's own call. */
-int MPI_Send(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m)
-{
-    wait_for(bytes_of(c, t));
-    return PMPI_Send(b, c, t, d, g, m);
-}
-
-int MPI_Ssend(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m)
-{
-    wait_for(bytes_of(c, t));
-    return PMPI_Ssend(b, c, t, d, g, m);
-}
-
-int MPI_Rsend(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m)
-{
-    wait_for(bytes_of(c, t));
-    return PMPI_Rsend(b, c, t, d, g, m);
-}
-
-int MPI_Bsend(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m)
-{
-    wait_for(bytes_of(c, t));
-    return PMPI_Bsend(b, c, t, d, g, m);
-}
-
-int MPI_Isend(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m, MPI_Request *r)
-{
-    wait_for(bytes_of(c, t));
-    return PMPI_Isend(b, c, t, d, g, m, r);
-}
-
-int MPI_Issend(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m, MPI_Request *r)
-{
-    wait_for(bytes_of(c, t));
-    return PMPI_Issend(b, c, t, d, g, m, r);
-}
+/* The sends: the wait, then the library's own call (blocking and nonblocking forms). */
+#define SLOW_SEND(name)                                                                  \
+    int MPI_##name(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m)       \
+    {                                                                                    \
+        wait_for(bytes_of(c, t));                                                        \
+        return PMPI_##name(b, c, t, d, g, m);                                            \
+    }
+#define SLOW_ISEND(name)                                                                 \
+    int MPI_##name(const void *b, int c, MPI_Datatype t, int d, int g, MPI_Comm m,       \
+                   MPI_Request *r)                                                       \
+    {                                                                                    \
+        wait_for(bytes_of(c, t));                                                        \
+        return PMPI_##name(b, c, t, d, g, m, r);                                         \
+    }
+SLOW_SEND(Send)
+SLOW_SEND(Ssend)
+SLOW_SEND(Rsend)
+SLOW_SEND(Bsend)
+SLOW_ISEND(Isend)
+SLOW_ISEND(Issend)
+SLOW_ISEND(Irsend)
+SLOW_ISEND(Ibsend)
 
 int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int d, int sg, void *rb, int rc,
                  MPI_Datatype rt, int s, int rg, MPI_Comm m, MPI_Status *status)
