@@ -301,7 +301,8 @@ def judge_pairs(judgement: Judgement, m: int, settings: Settings) -> None:
     said = []
     if j.verdict == gate.CANNOT_TELL:
         need = (j.cost if j.cost.outcome == gate.UNKNOWN or not j.floor else j.floor).needed
-        said.append(f'about {need} pairs would decide' if need and need <= settings.max_needed
+        decides = need and need <= settings.max_needed
+        said.append(f'about {need} pairs in all would decide' if decides
                     else f'more than {settings.max_needed} pairs would be needed' if need
                     else 'on the threshold')
     if j.verdict == gate.MACHINE_CHANGED or (j.floor and j.floor.outcome in (gate.WORSE,
