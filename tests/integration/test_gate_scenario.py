@@ -16,6 +16,13 @@ breakage only (a factor 2 at least): they fail the Open MPI TCP run (8 B latency
 and a clean rerun on a shared VM may still have one launch beyond them (seen: 1 MiB at 27 % of
 the baseline median), which is why the verdict is ``commcheck compare``'s, not ReFrame's.
 
+The upgrade question, paired (``commcheck upgrade``): Debian's MPICH in service against itself
+under another name (A/A: never flagged) and against itself made 20 % slower by the slowmpi
+interposer (``src/kernels/tools/slowmpi``: a real wait before every message, sized in each
+launch to its own 8 B and 1 MiB times): exit 1, the slower stack named. The two launches of a
+pair share the machine's regime and the interposer sizes itself in it, so neither outcome
+depends on which regime the session meets.
+
 Not here: MPICH's UCX forced onto TCP (``UCX_TLS=tcp,self``). It is flagged (+840 % 8 B
 latency, all six key variables, measured by hand), but Debian's MPICH 4.0.2 then hangs in
 MPI_Finalize in about one launch of five (see config/sites/example-slurm.yaml), and a hung
@@ -186,3 +193,67 @@ def test_environments_compared_within_a_session(site_env):
 def _first_session(env) -> str:
     from commcheck.results import store
     return store.read_db(Path(env['COMMCHECK_REPORTS']) / 'results.db')[0].uuid
+
+
+# ---- the upgrade question, paired (commcheck upgrade) ------------------------------------------
+
+UPGRADE_PAIRS = 10
+UPGRADE_SWEEP = ['-n', 'PingPong%lang=c', '-S', 'sizes=8,1024,1048576', '-S', 'iters=400']
+
+
+@pytest.fixture(scope='module')
+def upgrade_site(tmp_path_factory):
+    """A site with Debian's MPICH three times: in service, the same under another name (A/A),
+    and made 20 % slower by the slowmpi interposer (each launch sizes it to its own 8 B and
+    1 MiB times, so the slowdown is 20 % in whatever regime the launch meets)."""
+    import yaml
+
+    from commcheck.site import discover, sitefile, slowmpi
+    if 'mpich' not in DEBIAN:
+        pytest.skip("the paired case needs Debian's MPICH")
+    base = tmp_path_factory.mktemp('upgrade')
+    stack = next(s for s in discover.local_site().stacks if s.name == DEBIAN['mpich'])
+    library = slowmpi.build(stack, base / 'slowmpi')
+    data = yaml.safe_load(sitefile.dump(discover.local_site()))
+    mpich = {**next(s for s in data['stacks'] if s['name'] == DEBIAN['mpich']),
+             'languages': ['c']}
+    data['stacks'] = [mpich, {**mpich, 'name': 'mpich-again'},
+                      {**mpich, 'name': 'mpich-slower', 'env': slowmpi.environment(library, 20)}]
+    data['upgrade'] = {'old': mpich['name'], 'new': 'mpich-again'}
+    (base / 'upgrade.yaml').write_text(yaml.safe_dump(data, sort_keys=False))
+    env = dict(os.environ, COMMCHECK_STATE=str(base / 'state'),
+               COMMCHECK_REPORTS=str(base / 'reports'), COMMCHECK_SITE=str(base / 'upgrade.yaml'))
+    env['PATH'] = f'{BIN}{os.pathsep}{env["PATH"]}'
+    env.pop('RFM_REFERENCE_PREFIX', None)
+    return env
+
+
+def _upgrade(env, *args):
+    done = subprocess.run([commcheck_cmd(), 'upgrade', '--pairs', str(UPGRADE_PAIRS), *args, '--',
+                           *UPGRADE_SWEEP], env=env, capture_output=True, text=True, timeout=1800)
+    newest = max((Path(env['COMMCHECK_REPORTS']) / 'upgrade').glob('*.json'),
+                 key=lambda p: p.stat().st_mtime)
+    return done, json.loads(newest.read_text())
+
+
+def test_upgrade_a_a_is_not_flagged(upgrade_site):
+    """The same stack under two names, in adjacent pairs: never a regression."""
+    done, record = _upgrade(upgrade_site)             # the site's upgrade: pair
+    assert done.returncode in (0, 3), done.stdout[-3000:] + done.stderr[-2000:]
+    assert (record['old'], record['new']) == (DEBIAN['mpich'], 'mpich-again')
+    assert {j['variable'] for j in record['judgements']} == {
+        'latency_8B', 'latency_1024B', 'bw_1048576B'}
+    assert not any(record['counts'][v] for v in SOFTWARE), done.stdout[-3000:]
+    assert all(j['pairs'] == UPGRADE_PAIRS and j['floor_variable'] for j in record['judgements']), \
+        [(j['variable'], j['pairs'], j['floor_variable'], j['note']) for j in record['judgements']]
+
+
+def test_upgrade_a_real_slower_mpi_fails_naming_the_stack(upgrade_site):
+    """The interposer's +20 % on every message of the new stack: exit 1, the stack named."""
+    done, record = _upgrade(upgrade_site, '--old', DEBIAN['mpich'], '--new', 'mpich-slower')
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    flagged8 = [j for j in record['judgements'] if j['variable'] == 'latency_8B']
+    assert flagged8[0]['verdict'] in SOFTWARE and flagged8[0]['slower'] == 'mpich-slower', \
+        done.stdout[-3000:]
+    assert 'SLOWER: mpich-slower on' in done.stdout
+    assert not [j for j in record['judgements'] if j['slower'] == DEBIAN['mpich']]

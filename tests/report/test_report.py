@@ -96,8 +96,8 @@ def test_every_section_in_reading_order(main_report):
     index, data = main_report.index, main_report.data
     html = index.read_text()
     order = [m.group(1) for m in re.finditer(r'<section id="([a-z0-9]+)">', html)]
-    assert order == ['verdict', 'p2p', 'datatypes', 'stencil', 'fabric', 'history', 'seeds',
-                     'provenance']
+    assert order == ['verdict', 'upgrade', 'p2p', 'datatypes', 'stencil', 'fabric', 'history',
+                     'seeds', 'provenance']
     assert list(data['sections']) == order
     for img in re.findall(r'<img src="([^"]+)"', html):
         assert (index.parent / img).stat().st_size > 2000

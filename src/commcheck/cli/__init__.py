@@ -40,10 +40,11 @@ from commcheck.cli import (  # noqa: E402
     sessions,
     site,
     tools,
+    upgrade,
 )
 
-COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, history, archive,
-            push, sessions)
+COMMANDS = (run, preflight, report, site, tools, bench, baseline, compare, upgrade, history,
+            archive, push, sessions)
 
 
 def parser() -> options.Parser:

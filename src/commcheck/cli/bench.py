@@ -1,5 +1,6 @@
-"""``commcheck bench [pingpong|gate]``: benchmarks, not tests (:mod:`commcheck.cli.bench_pingpong`,
-:mod:`commcheck.cli.bench_gate`). Their options are checked here before anything is built: the
+"""``commcheck bench [pingpong|gate|history|upgrade]``: benchmarks, not tests
+(:mod:`commcheck.cli.bench_pingpong`, :mod:`commcheck.cli.bench_gate`,
+:mod:`commcheck.cli.bench_upgrade`). Their options are checked here before anything is built: the
 stack by name (unknown: the known ones listed), ``--iters`` within the range the kernels
 accept (``src/kernels/common/cc_sweep.h``), ``--launches`` enough for one comparison.
 """
@@ -21,7 +22,7 @@ def _min_launches() -> int:
 def add_parsers(sub) -> None:
     bench = sub.add_parser('bench', help='benchmarks: our ping-pong beside NetPIPE/OSU, or the '
                                          "gate's false-positive rate and power")
-    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate', 'history'),
+    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate', 'history', 'upgrade'),
                        default='pingpong')
     bench.add_argument('--iters', type=options.whole(1, KERNEL_MAX_ITERS), default=20000,
                        help='round trips per launch (pingpong)')
@@ -37,6 +38,11 @@ def add_parsers(sub) -> None:
                        help="degraded sessions also put MPICH's UCX on TCP (gate)")
     bench.add_argument('--gap', type=options.positive_number, default=180.0,
                        help='seconds between sessions (gate)')
+    bench.add_argument('--per-kind', type=options.whole(1, 1000), default=20,
+                       help='sessions of each kind: A/A, +2/5/10/20 %%, A/A with busy loops '
+                            '(upgrade)')
+    bench.add_argument('--pairs', type=options.whole(1, 1000), default=16,
+                       help='pairs of launches per stack in each session (upgrade)')
     bench.add_argument('--json', type=options.output_file,
                        help='where the launches go (gate; default reports/bench/gate-<time>.json)')
     bench.add_argument('--rejudge', type=options.existing_file, metavar='FILE',
@@ -84,6 +90,9 @@ def cmd_bench(args) -> int:
     if args.what == 'gate':
         from commcheck.cli import bench_gate
         return bench_gate.main(args)
+    if args.what == 'upgrade':
+        from commcheck.cli import bench_upgrade
+        return bench_upgrade.main(args)
     if args.what == 'history':
         from commcheck.cli import bench_history
         return bench_history.main(args)

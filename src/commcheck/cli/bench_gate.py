@@ -76,6 +76,13 @@ console = textconsole.make()
 
 def one_launch(stack, program: Path, binding: str, extra_env: dict) -> dict[str, float]:
     """One mpiexec of pingpong-c: the MPI figures and the floors of this launch."""
+    return launch_with_stderr(stack, program, binding, extra_env)[0]
+
+
+def launch_with_stderr(stack, program: Path, binding: str,
+                       extra_env: dict) -> tuple[dict[str, float], str]:
+    """:func:`one_launch`, and what the launch printed on stderr (``bench upgrade`` reads the
+    interposer's account there)."""
     cmd = stack.mpi.record.launch_prefix(stack.mpi.launcher_command, 2, binding=binding,
                                          oversubscribe=2 > (os.cpu_count() or 1))
     done = subprocess.run([*cmd, str(program), '--sizes', ','.join(map(str, SIZES)), '--iters',
@@ -92,7 +99,7 @@ def one_launch(stack, program: Path, binding: str, extra_env: dict) -> dict[str,
         floor = experiments.floor_of('PingPong', name)
         fv = experiments.floor_variable(floor)
         values[floor] = float(floors[VARIABLES[name][0]][fv.field])
-    return values
+    return values, done.stderr
 
 
 def busy_loops() -> list[subprocess.Popen]:

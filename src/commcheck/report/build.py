@@ -128,7 +128,8 @@ def _incomplete(session: Session) -> str | None:
 
 def write_report(sessions: list[Session], out_root: Path, *,
                  history_sessions=(), gate: dict | None = None,
-                 warn: Warn = store.warn_stderr, notes: list[str] = ()) -> Path:
+                 warn: Warn = store.warn_stderr, notes: list[str] = (),
+                 upgrade: dict | None = None) -> Path:
     """Write the report of ``sessions`` into a new directory under ``out_root``; returns the
     path of its ``index.html``. ``notes``: problems already met (and warned) while reading the
     inputs, listed on the page with those met here. ``history_sessions``: stored sessions, or
@@ -157,7 +158,8 @@ def write_report(sessions: list[Session], out_root: Path, *,
         values=Measurements(s for sess in sessions for s in sess.samples),
         environments=envs, gate=gate if isinstance(gate, dict) else None,
         history=inputs.as_history(history_sessions),
-        baselines=inputs.load_baselines(systems, note), plots=Plotter(out_dir, envs), warn=note)
+        baselines=inputs.load_baselines(systems, note), plots=Plotter(out_dir, envs), warn=note,
+        upgrade=upgrade if isinstance(upgrade, dict) else None)
     built = _build_sections(ctx)
     failed = ctx.plots.finish(note)
     for item in built:

@@ -21,6 +21,7 @@ class Context:
     baselines: dict[str, BaselineFile]  # system -> baseline file, where one exists
     plots: Plotter
     warn: Warn
+    upgrade: dict | None = None         # ``commcheck upgrade`` record of these sessions
 
     def languages(self, environ: str) -> tuple[str, ...] | None:
         """Languages an environment offers, as its tests recorded them (provenance), or None

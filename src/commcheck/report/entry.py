@@ -8,18 +8,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from commcheck.report.build import write_report
-from commcheck.report.inputs import load_gate, load_run_report, stored_history
+from commcheck.report.inputs import load_gate, load_run_report, load_upgrade, stored_history
 from commcheck.results import source, store
 from commcheck.results.store import HistoryError, Session, Warn
 
 
-def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
-    """``commcheck compare`` writes its JSON under the newest judged session's uuid."""
+def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn, kind: str = 'gate',
+                load=load_gate) -> dict | None:
+    """``commcheck compare`` writes its JSON under the newest judged session's uuid (in
+    ``gate/``; ``commcheck upgrade`` in ``upgrade/``, read with ``load_upgrade``)."""
     for session in reversed(sessions):
-        record = load_gate(Path(reports_dir) / 'gate' / f'{session.uuid}.json', warn)
+        record = load(Path(reports_dir) / kind / f'{session.uuid}.json', warn)
         if record is not None:
             return record
     return None
+
+
+def upgrade_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
+    return gate_record(sessions, reports_dir, warn, 'upgrade', load_upgrade)
 
 
 class _Collect:
@@ -48,7 +54,8 @@ def report_of_run(run_report: Path, reports_dir: Path, db,
         session = newest
         warn(f'reporting the newest stored session {session.uuid} instead')
     gate = gate_record([session], reports_dir, warn)
-    return _write([session], reports_dir, db, gate, warn)
+    return _write([session], reports_dir, db, gate, warn,
+                  upgrade_record([session], reports_dir, warn))
 
 
 def _newest(db, warn: Warn) -> Session | None:
@@ -61,7 +68,8 @@ def _newest(db, warn: Warn) -> Session | None:
     return newest[-1] if newest else None
 
 
-def _write(sessions: list[Session], out_root: Path, db, gate, warn: _Collect) -> Path:
+def _write(sessions: list[Session], out_root: Path, db, gate, warn: _Collect,
+           upgrade: dict | None = None) -> Path:
     """The report, with the stored history read through the source's series."""
     try:
         history = source.as_history(db, warn)
@@ -71,7 +79,7 @@ def _write(sessions: list[Session], out_root: Path, db, gate, warn: _Collect) ->
     stored = stored_history(history, warn) if history else []
     try:
         return write_report(sessions, out_root, history_sessions=stored, gate=gate,
-                            warn=warn.warn, notes=warn.seen)
+                            warn=warn.warn, notes=warn.seen, upgrade=upgrade)
     finally:
         if hasattr(stored, 'close'):
             stored.close()
@@ -98,4 +106,5 @@ def report_of_stored(db, wanted: list[str], out_root: Path, reports_dir: Path,
         raise HistoryError(f'{stored.where}: no stored session to report on'
                            + (f' (asked for {", ".join(wanted)})' if wanted else ''))
     gate = gate_record(sessions, reports_dir, warn)
-    return _write(sessions, out_root, stored, gate, warn)
+    return _write(sessions, out_root, stored, gate, warn,
+                  upgrade_record(sessions, reports_dir, warn))

@@ -73,22 +73,39 @@ def load_run_report(path: str | Path, warn: Warn) -> Session | None:
 GATE_FIELDS = ('sessions', 'comparisons')
 
 
-def load_gate(path: str | Path, warn: Warn) -> dict | None:
-    """A gate JSON written by ``commcheck compare``, or None (absent: silently; bad: warned)."""
+def _load_record(path: str | Path, warn: Warn, what: str, command: str, rows: str,
+                 shown: str, kind: str | None = None) -> dict | None:
+    """A JSON record a command wrote (``sessions`` and a list ``rows``; ``kind`` where it
+    says one), or None: absent silently, unreadable or another thing with a warning."""
     path = Path(path)
     if not path.exists():
         return None
     try:
         record = json.loads(path.read_text(encoding='utf-8'))
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        warn(f'{path}: not a readable gate record ({err}); no regression table')
+        warn(f'{path}: not a readable {what} record ({err}); no {shown}')
         return None
     if not (isinstance(record, dict) and isinstance(record.get('sessions'), list)
-            and isinstance(record.get('comparisons'), list)):
-        warn(f'{path}: not a gate record of `commcheck compare` (no sessions/comparisons); '
-             f'no regression table')
+            and isinstance(record.get(rows), list)
+            and (kind is None or record.get('kind') == kind)):
+        article = 'an' if what[0] in 'aeiou' else 'a'
+        warn(f'{path}: not {article} {what} record of `{command}` (no sessions/{rows}); '
+             f'no {shown}')
         return None
     return record
+
+
+def load_gate(path: str | Path, warn: Warn) -> dict | None:
+    """A gate JSON written by ``commcheck compare``, or None (absent: silently; bad: warned)."""
+    return _load_record(path, warn, 'gate', 'commcheck compare', 'comparisons',
+                        'regression table')
+
+
+def load_upgrade(path: str | Path, warn: Warn) -> dict | None:
+    """An upgrade JSON written by ``commcheck upgrade``, or None (absent: silently; bad:
+    warned)."""
+    return _load_record(path, warn, 'upgrade', 'commcheck upgrade', 'judgements',
+                        'upgrade section', kind='upgrade')
 
 
 def load_baselines(systems: list[str], warn: Warn) -> dict[str, baseline.BaselineFile]:

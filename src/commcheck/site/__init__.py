@@ -296,6 +296,12 @@ class SpackSettings(_Model):
     install_tree: str | None = None
 
 
+class UpgradePair(_Model):
+    """The two stacks ``commcheck upgrade`` compares when not told: names of ``stacks``."""
+    old: str                         #: the stack in service
+    new: str                         #: the stack that would replace it
+
+
 class Site(_Model):
     name: str                        #: the ReFrame system name
     description: str = ''
@@ -318,6 +324,7 @@ class Site(_Model):
         if problem:
             raise ValueError(problem)
         return value.strip() if value else value
+    upgrade: UpgradePair | None = None  #: the pair ``commcheck upgrade`` runs by default
 
     @model_validator(mode='after')
     def _consistent(self):
@@ -335,7 +342,20 @@ class Site(_Model):
             if unknown:
                 raise ValueError(f'stack {stack.id} names unknown partitions '
                                  f'{", ".join(sorted(unknown))}; known: {", ".join(sorted(known))}')
+        self._upgrade_consistent()
         return self
+
+    def _upgrade_consistent(self) -> None:
+        if not self.upgrade:
+            return
+        names = [s.id for s in self.stacks]
+        for side in ('old', 'new'):
+            if getattr(self.upgrade, side) not in names:
+                raise ValueError(f'upgrade: {side}: no stack {getattr(self.upgrade, side)!r}; '
+                                 f'stacks: {", ".join(names)}')
+        if self.upgrade.old == self.upgrade.new:
+            raise ValueError(f'upgrade: old and new are the same stack ({self.upgrade.old}); '
+                             f'an A/A check declares the stack twice under two names')
 
     def stack(self, name: str) -> Stack:
         for stack in self.stacks:

@@ -12,12 +12,14 @@ from commcheck.report.sections import (
                                        provenance,
                                        seeds,
                                        stencil,
+                                       upgrade,
                                        verdict,
 )
 
 #: (id, title, module): the page reads top to bottom in this order.
 SECTIONS = (
     ('verdict', 'Verdict', verdict),
+    ('upgrade', 'Upgrade: old against new stack, paired', upgrade),
     ('p2p', 'Stacks side by side', p2p),
     ('datatypes', 'Derived datatypes', datatypes),
     ('stencil', 'Shared-memory stencil', stencil),

@@ -1,0 +1,58 @@
+"""Upgrade: the old against the new stack of one session, launched in adjacent pairs and
+judged pair by pair (``commcheck upgrade``, :mod:`commcheck.analysis.paired`): per variable
+and size the medians, the pairs (and those left out as machine changes), the paired
+intervals of MPI's own cost and of the floor, the verdict naming the slower stack, and the
+smallest change the session could have detected. Read from ``reports/upgrade/<session>.json``;
+a session without one says so in a line."""
+
+from __future__ import annotations
+
+from commcheck.analysis import gate
+from commcheck.report.context import Context, Section
+from commcheck.report.model import finite, text
+
+
+def _interval(value) -> dict | None:
+    if not isinstance(value, dict):
+        return None
+    return {'outcome': text(value.get('outcome')), 'change': finite(value.get('change')),
+            'low': finite(value.get('ci_low')), 'high': finite(value.get('ci_high'))}
+
+
+def _row(j: dict) -> dict:
+    pairs, machine = j.get('pairs'), j.get('machine_pairs')
+    return {'verdict': text(j.get('verdict')), 'test': text(j.get('test')),
+            'variable': text(j.get('variable')), 'unit': text(j.get('unit')),
+            'old': finite(j.get('median_old')), 'new': finite(j.get('median_new')),
+            'pairs': pairs if isinstance(pairs, int) else None,
+            'machine': machine if isinstance(machine, int) else None,
+            'cost': _interval(j.get('cost')), 'floor': _interval(j.get('floor')),
+            'floor_variable': text(j.get('floor_variable')),
+            'detectable': finite(j.get('detectable')), 'slower': text(j.get('slower')),
+            'statement': text(j.get('statement')), 'note': text(j.get('note')),
+            'flagged': j.get('verdict') in gate.SOFTWARE_REGRESSED}
+
+
+def build(ctx: Context) -> Section:
+    record = ctx.upgrade
+    if record is None:
+        return Section({'record': None}, 'upgrade.html.j2')
+    uuids = {s.uuid for s in ctx.sessions}
+    if not uuids & {text(u) for u in record.get('sessions', [])}:
+        ctx.warn(f'the upgrade record is of session(s) {record.get("sessions")}, not of the '
+                 f'reported one(s); not shown')
+        return Section({'record': None}, 'upgrade.html.j2')
+    rows = []
+    for j in record.get('judgements', []):
+        if not isinstance(j, dict):
+            ctx.warn('upgrade record: a judgement that is not a mapping; skipped')
+            continue
+        rows.append(_row(j))
+    order = {v: i for i, v in enumerate(gate.VERDICTS)}
+    rows.sort(key=lambda r: (order.get(r['verdict'], 99), r['test'], r['variable']))
+    settings = record.get('settings') if isinstance(record.get('settings'), dict) else {}
+    slower = sorted({r['slower'] for r in rows if r['flagged'] and r['slower']})
+    return Section({'record': True, 'old': text(record.get('old')),
+                    'new': text(record.get('new')), 'rows': rows, 'slower': slower,
+                    'min_effect': finite(settings.get('min_effect')),
+                    'alpha': finite(settings.get('alpha'))}, 'upgrade.html.j2')

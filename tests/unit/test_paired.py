@@ -1,0 +1,140 @@
+"""The paired statistics of ``commcheck upgrade`` on pairs made here from fixed seeds: the
+assertions are about the method (the interval is the signed-rank test's, the regime cancels
+in pairs, a machine change within a pair is left out), never about this machine's speed."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from commcheck.analysis import gate, paired
+from commcheck.results.store import Sample
+
+OLD, NEW = 'gnu-openmpi414', 'gnu-openmpi416'
+TEST = 'PingPong %lang=c'
+
+
+def sample(environ, variable, value, t, unit='us'):
+    prov = (('binding', 'core'), ('placement', 'same-node'))
+    return Sample(session='s', time=t, system='sys', partition='part', environ=environ,
+                  test=TEST, variable=variable, value=float(value), unit=unit, result='pass',
+                  provenance=prov)
+
+
+def session(n, seed, slower=1.0, machine_pairs=(), floor_step=4.0, shuffle=True):
+    """n pairs of 8 B launches: each pair shares a machine state drawn from two regimes (a
+    4x floor step, as this project's VM shows), MPI's own cost 2x the floor, the new stack's
+    x ``slower``; the pairs in ``machine_pairs`` get a floor step between their launches."""
+    rng = np.random.default_rng(seed)
+    out, t = [], 0.0
+    for i in range(n):
+        state = (floor_step if rng.random() < 0.5 else 1.0) * math.exp(rng.normal(0, 0.05))
+        order = [OLD, NEW] if not shuffle or rng.random() < 0.5 else [NEW, OLD]
+        for env in order:
+            s = state * (floor_step if env == NEW and i in machine_pairs else 1.0)
+            floor = 0.07 * s * math.exp(rng.normal(0, 0.01))
+            value = 2 * floor * (slower if env == NEW else 1.0) * math.exp(rng.normal(0, 0.01))
+            t += 1.0
+            out += [sample(env, 'latency_8B', value, t), sample(env, 'floor_latency_8B', floor, t)]
+    return out
+
+
+def one(samples, **settings):
+    judged, = paired.compare(samples, OLD, NEW, paired.Settings(**settings))
+    return judged
+
+
+def test_the_interval_is_the_signed_rank_tests():
+    """A value lies outside the interval exactly where the exact signed-rank test of the pairs
+    shifted by it rejects at the same level (the interval inverts the test)."""
+    d = list(np.random.default_rng(3).normal(0.04, 0.03, 12))
+    level = 1 - 0.05 / 3
+    centre, low, high = paired.interval(d, level)
+    assert low < centre < high
+    for c in np.linspace(low - 0.05, high + 0.05, 201):
+        if min(abs(c - low), abs(c - high)) < 1e-9:
+            continue
+        p = stats.wilcoxon(np.asarray(d) - c, method='exact').pvalue
+        assert (not low <= c <= high) == (p < 1 - level), (c, p)
+
+
+def test_too_few_pairs_cannot_reach_the_level():
+    assert paired.min_pairs(1 - 0.05 / 6) == 8      # 2 / 2^8 < 0.05 / 6 < 2 / 2^7
+    assert paired.interval([0.1] * 7, 1 - 0.05 / 6) is None
+    out = paired.judge([0.5] * 7, m=6)
+    assert out.outcome == gate.UNKNOWN and out.needed == 8
+
+
+def test_a_a_reads_no_regression_across_regimes():
+    """Same stack under two names; each pair's launches share a regime, the regimes differ 4x
+    between pairs: never flagged, and the interval is narrow enough to say the same."""
+    verdicts = [one(session(12, seed)).verdict for seed in range(20)]
+    assert not set(verdicts) & set(gate.SOFTWARE_REGRESSED), verdicts
+    assert verdicts.count(gate.UNCHANGED) >= 15, verdicts
+
+
+def test_a_slower_new_stack_is_named_with_its_size():
+    j = one(session(12, 7, slower=1.05))
+    assert j.verdict == gate.MPI_REGRESSED and j.slower == NEW
+    assert 0.03 < math.expm1(j.cost.change) < 0.07
+    assert math.expm1(j.cost.low) > 0.02 and j.detectable < 0.05
+    assert j.statement().startswith(f'{NEW} slower by 5.')
+
+
+def test_a_faster_new_stack_names_the_old_one():
+    j = one(session(12, 8, slower=0.90))
+    assert j.verdict == gate.IMPROVED and j.slower == OLD
+    assert j.statement().startswith(f'{OLD} slower by')
+
+
+def test_a_pair_whose_floors_differ_is_left_out():
+    j = one(session(12, 9, machine_pairs=(2, 5)))
+    assert [i for i, p in enumerate(j.pairs) if p.machine] == [2, 5]
+    assert j.verdict == gate.UNCHANGED and '2 of 12 pairs left out' in j.note
+
+
+def test_most_pairs_machine_changed_is_not_an_mpi_verdict():
+    j = one(session(12, 10, slower=1.3, machine_pairs=range(8)))
+    assert j.verdict == gate.MACHINE_CHANGED and j.slower is None
+    assert '8 of 12 pairs' in j.note
+
+
+def test_undecided_says_how_many_pairs_would_decide():
+    j = one(session(9, 11, slower=1.03), min_effect=0.02)
+    if j.verdict == gate.CANNOT_TELL:
+        assert j.pairs_needed > 9 and f'about {j.pairs_needed} pairs' in j.note
+    else:
+        assert j.verdict == gate.MPI_REGRESSED
+
+
+def test_launches_pair_with_their_neighbour_in_time():
+    seq = [OLD, NEW, NEW, OLD, OLD, OLD, NEW, NEW]
+    launches = [sample(env, 'latency_8B', 1.0, float(t)) for t, env in enumerate(seq)]
+    pairs = paired.adjacent([s for s in launches if s.environ == OLD],
+                            [s for s in launches if s.environ == NEW])
+    assert [(o.time, n.time) for o, n in pairs] == [(0, 1), (3, 2), (5, 6)]
+
+
+def test_bandwidth_worse_is_a_smaller_figure():
+    rng = np.random.default_rng(12)
+    out, t = [], 0.0
+    for _ in range(12):
+        for env in (OLD, NEW):
+            t += 1
+            f = 40000 * math.exp(rng.normal(0, 0.01))
+            bw = f / 2 / (1.1 if env == NEW else 1.0) * math.exp(rng.normal(0, 0.01))
+            out += [sample(env, 'bw_1048576B', bw, t, 'MB/s'),
+                    sample(env, 'floor_bw_1048576B', f, t, 'MB/s')]
+    j = one(out)
+    assert j.verdict == gate.MPI_REGRESSED and j.slower == NEW
+
+
+@pytest.mark.parametrize('binding', ['none'])
+def test_another_binding_is_not_compared(binding):
+    samples = session(10, 13)
+    moved = [s if s.environ == OLD else Sample(**{**{f: getattr(s, f) for f in s.__slots__},
+                                                  'provenance': (('binding', binding),
+                                                                 ('placement', 'same-node'))})
+             for s in samples]
+    assert one(moved).verdict == gate.NOT_COMPARABLE
