@@ -22,9 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Written on other branches of the same change (issue 38) and merged with this one: until they
 #: are, links to them and the settings row that names them are not checked. Each entry fails
 #: as soon as it exists, so that it is removed here then.
-ARRIVING_DOCS = ('docs/ci.md', 'docs/first-run.md', 'docs/floors.md', 'docs/shared-history.md',
-                 'docs/upgrade.md')
-ARRIVING_VARIABLES = ('COMMCHECK_HISTORY',)
 
 FENCE = re.compile(r'^\s*(```|~~~)')
 LINK = re.compile(r'!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)')
@@ -101,8 +98,6 @@ def resolve(source: Path, target: str, root: Path) -> str | None:
     path = (source.parent / file_part).resolve() if file_part else source.resolve()
     where = path.relative_to(root.resolve()).as_posix() if path.is_relative_to(root.resolve()) \
         else str(path)
-    if where in ARRIVING_DOCS:
-        return None
     if not path.exists():
         return f'{target}: no such file'
     if anchor and path.suffix == '.md' and anchor not in anchors(path):
@@ -212,7 +207,7 @@ def read_somewhere(name: str, roots: list[Path]) -> bool:
 
 def dead_variables(readme: Path, roots: list[Path]) -> list[str]:
     return [name for name in settings_variables(readme)
-            if name not in ARRIVING_VARIABLES and not read_somewhere(name, roots)]
+            if not read_somewhere(name, roots)]
 
 
 # -- the documents as they are --------------------------------------------------------------
@@ -246,17 +241,6 @@ def test_the_readme_lists_every_command():
 
 def test_the_readme_stays_short():
     assert len((ROOT / 'README.md').read_text(encoding='utf-8').splitlines()) <= 220
-
-
-@pytest.mark.parametrize('entry', ARRIVING_DOCS)
-def test_an_arriving_document_is_still_to_come(entry):
-    assert not (ROOT / entry).exists(), f'{entry} is here: remove it from ARRIVING_DOCS'
-
-
-@pytest.mark.parametrize('name', ARRIVING_VARIABLES)
-def test_an_arriving_variable_is_still_to_come(name):
-    assert not read_somewhere(name, [ROOT / 'src', ROOT / 'config']), \
-        f'{name} is read now: remove it from ARRIVING_VARIABLES'
 
 
 # -- each check catches what it is for (planted in a temporary copy) --------------------------
