@@ -103,6 +103,35 @@ def test_a_slower_mpi_on_the_same_machine_is_mpi_regressed(seed):
     assert comp.floor.outcome != gate.WORSE and comp.floor_variable == 'floor_latency_8B'
 
 
+@pytest.mark.parametrize('check,variable,floor', [
+    ('Stencil %variant=sr %ranks=2', 'time', 'floor_time'),
+    ('DerivedDatatypes %mode=stride', 't0', 't0_contig'),
+    ('DerivedDatatypes %mode=stride', 'r_inf', 'r_inf_contig')])
+def test_a_checks_own_floor_is_judged_with_its_variable_never_alone(check, variable, floor):
+    """The floors a check declares (not the hardware ones): its key variable is judged as
+    its own cost over that floor, the way the floor's variable goes, and the floor itself
+    gets no verdict of its own."""
+    key, fkey = KEY[:3] + (check, variable), KEY[:3] + (check, floor)
+    higher = experiments.direction(experiments.check_of(check), variable) == \
+        experiments.HIGHER_IS_BETTER
+    assert experiments.direction(experiments.check_of(check), floor) == \
+        experiments.direction(experiments.check_of(check), variable)
+
+    def side(seed, machine, mpi, session):
+        value, floor_values = launches(8, seed, machine=machine, mpi=mpi)
+        if higher:      # a rate: the machine and MPI make it smaller
+            value, floor_values = [1 / v for v in value], [1 / f for f in floor_values]
+        return {key: samples(value, key, session=session),
+                fkey: samples(floor_values, fkey, session=session)}
+
+    slower_machine = gate.compare(side(1, 1.0, 1.0, 'b'), side(2, 2.0, 1.0, 'n'))
+    slower_mpi = gate.compare(side(1, 1.0, 1.0, 'b'), side(2, 1.0, 1.5, 'n'))
+    for comps, want in ((slower_machine, gate.MACHINE_CHANGED), (slower_mpi, gate.MPI_REGRESSED)):
+        comp, = comps
+        assert comp.key.variable == variable and comp.floor_variable == floor
+        assert comp.verdict == want, gate.describe(comp)
+
+
 def test_both_slower_is_both():
     comp = floored(launches(8, 1), launches(8, 2, machine=1.3, mpi=2.5))
     assert comp.verdict == gate.BOTH, gate.describe(comp)

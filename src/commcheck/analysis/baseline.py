@@ -193,9 +193,9 @@ def ref_entries(variables: list[Variable]) -> dict:
     """``$ref`` entries: check -> {$index: [$partition, $environ, params...], nested levels}."""
     out: dict = {}
     for v in variables:
-        if experiments.floor_variable(v.variable):
-            continue        # the machine's figure: gated by `commcheck compare`, not ReFrame
         check = experiments.check_of(v.test)
+        if experiments.is_floor(check, v.variable):
+            continue        # the machine's figure: gated by `commcheck compare`, not ReFrame
         params = index_of(v.test)
         entry = out.setdefault(check, {'$index': ['$partition', '$environ', *params]})
         level = entry.setdefault(f'{v.system}:{v.partition}', {}).setdefault(

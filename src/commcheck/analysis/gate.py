@@ -398,7 +398,7 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
     pairs_then = pair(then, base.get(fkey, [])) if comp.floor_variable else []
     pairs_now = pair(now, new.get(fkey, [])) if comp.floor_variable else []
     if min(len(pairs_then), len(pairs_now)) >= settings.min_samples:
-        fdir = experiments.floor_variable(comp.floor_variable).direction
+        fdir = experiments.direction(comp.check, comp.floor_variable)
         comp.cost = judge(cost_series(pairs_then, comp.direction),
                           cost_series(pairs_now, comp.direction), m, settings)
         comp.floor = judge(series([f for _, f in pairs_then], fdir),
@@ -470,7 +470,7 @@ def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
     variable they are the floor of, not on their own); keys absent from ``base`` say so."""
     out, todo = [], []
     for key in map(SampleKey._make, sorted(new)):
-        if experiments.floor_variable(key.variable):
+        if experiments.is_floor(key.check, key.variable):
             continue
         now, then = new[key], base.get(key, [])
         comp = Comparison(key=key, unit=now[0].unit,
