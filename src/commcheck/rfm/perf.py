@@ -139,14 +139,20 @@ def floor_variables(check) -> dict:
     beside its MPI figures. A launch without one (``FLOOR kind=none``, a managed language) gets
     a note saying why, and no floor variable."""
     if check.lang not in experiments.FLOOR_LANGUAGES:
-        check.notes = check.notes + ['no floor: managed language']
-        return {}
+        return no_floor(check, 'managed language')
     rows = _stdout_records(check)['FLOOR']
     measured = [r for r in rows if r.get('kind') != 'none']
     if not measured:
-        why = rows[0].get('reason', 'not measured') if rows else 'no FLOOR record'
-        check.notes = check.notes + [f'no floor: {why}']
-        return {}
+        return no_floor(check, rows[0].get('reason', 'not measured') if rows else
+                        'no FLOOR record')
     return {fv.variable(int(r['size'])): perf_record(check, 'FLOOR', fv.field, fv.unit,
                                                      size=r['size'])
             for r in measured for fv in experiments.FLOOR_VARIABLES}
+
+
+def no_floor(check, why: str | None = None) -> dict:
+    """Notes ``no floor: <why>`` on a launch whose figures have no floor (by default why its
+    check has none, as the experiments table says); no floor variables (an empty dict)."""
+    why = why or experiments.BY_CHECK[type(check).__name__].no_floor
+    check.notes = check.notes + [f'no floor: {why}']
+    return {}
