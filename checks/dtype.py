@@ -22,7 +22,7 @@ from commcheck import experiments
 from commcheck.analysis import hockney, kernel_records, osu_output
 from commcheck.rfm.build import osu_program
 from commcheck.rfm.p2p import TwoRankSweep
-from commcheck.rfm.perf import computed_variables, job_output, run_passed
+from commcheck.rfm.perf import computed_variables, job_output, run_passed, with_own_costs
 
 MODES = ['stride', 'loop', 'pack', 'subarray']
 JAVA_MODES = ('stride', 'loop')
@@ -113,4 +113,4 @@ class DerivedDatatypes(TwoRankSweep):
             theirs = self._osu_oneway_us()
             values.update({'osu_oneway': (theirs, 'us'),
                            'osu_diff': ((ours['oneway_us'] - theirs) / theirs, '')})
-        self.perf_variables = computed_variables(self, values)
+        self.perf_variables = with_own_costs(self, computed_variables(self, values))

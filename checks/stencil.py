@@ -42,6 +42,7 @@ from commcheck.rfm.perf import (
     kernel_run,
     kernel_runs,
     perf_record,
+    with_own_costs,
 )
 
 HEAT_RTOL = 1e-12
@@ -284,7 +285,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         # 1 rank: sequential and variant runs paired in this launch; else across launches
         paired_seq = self.paired and self.ranks == 1
         speedup = result['seq_ratio'] if paired_seq else seq_time / result['time_s']
-        self.perf_variables = computed_variables(self, {
+        self.perf_variables = with_own_costs(self, computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
             'halo_share': (result['halo_share'], ''), 'speedup': (speedup, 'x'),
             'efficiency': (speedup / self.ranks, ''),
@@ -295,4 +296,4 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
             **({'seq_time': (result['seq_time_s'], 's')} if paired_seq else {}),
             **({'floor_time': (result['seq_time_s' if paired_seq else 'floor_time_s'], 's')}
                if self.paired else {}),
-            **self.spread_variables(result)})
+            **self.spread_variables(result)}))

@@ -338,12 +338,34 @@ def floor_of(check: str, variable: str) -> str | None:
     return dict(exp.floors).get(variable) if exp else None
 
 
+def own_variable(variable: str) -> str:
+    """The perf variable of a key variable's own cost over its floor: ``own_latency_8B``."""
+    return f'own_{variable}'
+
+
+def own_costs(check: str) -> tuple[tuple[str, str, str], ...]:
+    """(own cost, key variable, floor) of every key variable of ``check`` that has a floor.
+    An own cost is a slowdown factor over the floor of the same launch, worse up whichever
+    way its variable goes (``latency / floor_latency``, ``floor_bw / bw``): what ReFrame's
+    ``$ref`` bounds in place of the raw figure (commcheck.analysis.baseline)."""
+    exp = BY_CHECK.get(check)
+    return tuple((own_variable(v), v, f) for v, f in exp.floors) if exp else ()
+
+
+def own_cost_of(check: str, variable: str) -> tuple[str, str] | None:
+    """(key variable, floor) whose own cost ``variable`` is, or None."""
+    found = [(v, f) for own, v, f in own_costs(check) if own == variable]
+    return found[0] if found else None
+
+
 def gated_variables(check: str) -> tuple[str, ...]:
-    """The key variables of ``check`` and their floors: what baseline and compare keep."""
+    """The key variables of ``check``, their floors and own costs: what baseline and compare
+    keep."""
     exp = BY_CHECK.get(check)
     if not exp:
         return ()
-    return key_variables(check) + tuple(dict.fromkeys(f for _, f in exp.floors))
+    return (key_variables(check) + tuple(dict.fromkeys(f for _, f in exp.floors))
+            + tuple(own for own, _, _ in own_costs(check)))
 
 #: Feature -> where an environment gets it: what `commcheck run` says when no environment has it.
 FEATURE_SOURCES = {
@@ -384,6 +406,8 @@ def direction(check: str, variable: str, unit: str = '') -> str | None:
         for name, way in exp.key_variables:
             if name == variable:
                 return way
+        if own_cost_of(check, variable):
+            return LOWER_IS_BETTER
         floored = [name for name, floor in exp.floors if floor == variable]
         if floored:
             return direction(check, floored[0])

@@ -367,6 +367,33 @@ def test_baseline_writes_refs_reframe_reads_and_keeps_the_previous(tmp_path):
     assert sorted(len(v) for v in record.samples().values()) == [6, 6]
 
 
+def test_baseline_references_mpis_own_cost_not_the_raw_figure_nor_the_floor(tmp_path):
+    """A key variable with a floor is referenced through its own cost (a perf variable of the
+    same launches), bounded at least own_floor above its median; its raw figure and the
+    floor get no $ref; a key variable whose own cost was not recorded (an older session)
+    keeps its raw reference."""
+    own = KEY[:4] + ('own_latency_8B',)
+    bw, bw_floor = KEY[:4] + ('bw_1048576B',), KEY[:4] + ('floor_bw_1048576B',)
+    keys = {KEY: noisy(6, 0.5), FLOOR: noisy(6, 0.2), own: noisy(6, 2.5),
+            bw: noisy(6, 9000), bw_floor: noisy(6, 20000)}
+    sess = [session('aaaaaaaa-1', keys)]
+    policy = baseline.Policy(min_samples=5)
+    chosen = baseline.compute(sess, 'sys', policy, warn=print)
+    assert {v.variable for v in chosen} == {'latency_8B', 'floor_latency_8B', 'own_latency_8B',
+                                            'bw_1048576B', 'floor_bw_1048576B'}
+    baseline.write(tmp_path, 'sys', sess, chosen, policy)
+    level = yaml.safe_load((tmp_path / 'sys.yaml').read_text())['PingPong']['sys:part'][
+        'gnu-mpich4']['c']
+    assert set(level) == {'own_latency_8B', 'bw_1048576B'}
+    value, lower, upper, unit = level['own_latency_8B']
+    assert value == pytest.approx(np.median(keys[own]), rel=1e-4) and unit == 'us'
+    assert lower is None and upper >= policy.own_floor > policy.floor
+    assert experiments.direction('PingPong', 'own_bw_1048576B') == experiments.LOWER_IS_BETTER
+    assert experiments.own_cost_of('PingPong', 'own_bw_1048576B') == (
+        'bw_1048576B', 'floor_bw_1048576B')
+    assert experiments.own_cost_of('PingPong', 'latency_8B') is None
+
+
 def test_baseline_refuses_too_few_launches(tmp_path):
     sess = [session('a', {KEY: [0.5, 0.6]})]
     with pytest.raises(baseline.BaselineError, match='too few launches to baseline: at most 2'):

@@ -466,12 +466,14 @@ def _floor_moved(c: Comparison) -> bool:
 
 def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
             settings: Settings = Settings()) -> list[Comparison]:
-    """One :class:`Comparison` per variable of ``new`` (floor variables are judged with the
-    variable they are the floor of, not on their own); keys absent from ``base`` say so."""
+    """One :class:`Comparison` per variable of ``new`` (floor variables and own costs are judged
+    with the variable they are the floor or cost of, not on their own); keys absent from
+    ``base`` say so."""
     out, todo = [], []
     for key in map(SampleKey._make, sorted(new)):
-        if experiments.is_floor(key.check, key.variable):
-            continue
+        if (experiments.is_floor(key.check, key.variable)
+                or experiments.own_cost_of(key.check, key.variable)):
+            continue        # judged with the variable they are the floor or the cost of
         now, then = new[key], base.get(key, [])
         comp = Comparison(key=key, unit=now[0].unit,
                           direction=experiments.direction(key.check, key.variable, now[0].unit),

@@ -156,3 +156,19 @@ def no_floor(check, why: str | None = None) -> dict:
     why = why or experiments.BY_CHECK[type(check).__name__].no_floor
     check.notes = check.notes + [f'no floor: {why}']
     return {}
+
+
+def with_own_costs(check, variables: dict) -> dict:
+    """``variables`` and, for each key variable of the check whose floor is among them, its
+    own cost over that floor (``experiments.own_costs``: ``own_latency_8B``, a factor, worse
+    up), a deferred expression of the two: ReFrame's ``$ref`` bounds it in one launch, where a
+    machine's regime moves the raw figure and its floor alike."""
+    name = type(check).__name__
+    own = {}
+    for cost, variable, floor in experiments.own_costs(name):
+        if variable in variables and floor in variables:
+            lower = experiments.direction(name, variable) == experiments.LOWER_IS_BETTER
+            ratio = (variables[variable] / variables[floor] if lower else
+                     variables[floor] / variables[variable])
+            own[cost] = sn.make_performance_function(ratio, 'x')
+    return {**variables, **own}
