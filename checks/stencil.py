@@ -9,7 +9,9 @@ so a machine that changes speed between launches does not move it); at more rank
 sequential fixture's launch. ``floor_time``: the same ranks doing the same steps without the
 halo exchange, each run just before one of the variant's in the same launch (``--baseline
 yes``: at 1 rank the sequential run, at more every rank's block alone, checked cell by cell);
-the gate judges ``time`` against it (experiments: Stencil's floors). ``bw_fraction`` is the
+the gate judges ``time`` against it, and ``bw_fraction`` against ``floor_bw_fraction``, the
+compute-only runs' traffic over the same STREAM bound (experiments: Stencil's floors; a busy
+core slows a short STREAM probe less than the stencil). ``bw_fraction`` is the
 stencil's memory traffic (16 B/update) over the STREAM copy bandwidth that the same ranks reach
 in the same job, just before and just after the stencil runs, the best of both (same nodes, same
 placement); none where the ranks are oversubscribed (time-sliced on shared cores, STREAM's
@@ -285,15 +287,19 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         # 1 rank: sequential and variant runs paired in this launch; else across launches
         paired_seq = self.paired and self.ranks == 1
         speedup = result['seq_ratio'] if paired_seq else seq_time / result['time_s']
+        floor = ({'floor_time': (result['seq_time_s' if paired_seq else 'floor_time_s'], 's')}
+                 if self.paired else {})
+        # oversubscribed: ranks time-sliced on shared cores make no bound (none shown)
+        fraction = {}
+        if not self.oversubscribed:
+            fraction['bw_fraction'] = (result['mem_GBps'] / stream['copy_GBps'], '')
+            if floor:   # the compute-only runs' traffic over the same bound: its floor
+                fraction['floor_bw_fraction'] = (fraction['bw_fraction'][0] * result['time_s']
+                                                 / floor['floor_time'][0], '')
         self.perf_variables = with_own_costs(self, computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
             'halo_share': (result['halo_share'], ''), 'speedup': (speedup, 'x'),
             'efficiency': (speedup / self.ranks, ''),
-            'stream_copy': (stream['copy_GBps'], 'GB/s'),
-            # oversubscribed: ranks time-sliced on shared cores make no bound (none shown)
-            **({} if self.oversubscribed else
-               {'bw_fraction': (result['mem_GBps'] / stream['copy_GBps'], '')}),
+            'stream_copy': (stream['copy_GBps'], 'GB/s'), **fraction, **floor,
             **({'seq_time': (result['seq_time_s'], 's')} if paired_seq else {}),
-            **({'floor_time': (result['seq_time_s' if paired_seq else 'floor_time_s'], 's')}
-               if self.paired else {}),
             **self.spread_variables(result)}))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,73 @@ def test_environments_compared_within_a_session(site_env):
 def _first_session(env) -> str:
     from commcheck.results import store
     return store.read_db(Path(env['COMMCHECK_REPORTS']) / 'results.db')[0].uuid
+
+
+# ---- the stencil: its own floor (the same steps without the halo exchange, same launch) -------
+# A grid where the exchange matters (480^2: a step of about 0.1 ms of compute a rank, two rows
+# of 3.8 KB exchanged) and a run (20 steps) about as long as a time slice, so that busy loops
+# on the cores reach the runs' median; C on Open MPI at 2 ranks: small, and TCP applies.
+STENCIL = ['-n', 'Stencil%variant=sr%ranks=2%seq.lang=c', '-S', 'Stencil.n=480',
+           '-S', 'StencilSequential.n=480', '-S', 'steps=20', '-S', 'min_reps=5',
+           '-S', 'target_seconds=0.2']
+
+
+def stencil_reframe(env, repeat: int = REPEATS, **extra_env):
+    cmd = [str(BIN / 'reframe'), '-C', str(paths.CONFIG_DIR / 'local.py'), '-c',
+           str(paths.CHECKS_DIR), '-r', *STENCIL, '-p', f'^{DEBIAN["openmpi"]}$',
+           '--repeat', str(repeat)]
+    return subprocess.run(cmd, env=dict(env, **extra_env), capture_output=True, text=True,
+                          timeout=1200)
+
+
+@pytest.fixture(scope='module')
+def stencil_env(tmp_path_factory):
+    if 'openmpi' not in DEBIAN:
+        pytest.skip("the stencil's scenario needs Debian's Open MPI")
+    base = tmp_path_factory.mktemp('stencil-gate')
+    env = dict(os.environ, COMMCHECK_STATE=str(base / 'state'),
+               COMMCHECK_REPORTS=str(base / 'reports'),
+               RFM_REFERENCE_PREFIX=str(base / 'refs'))
+    env['PATH'] = f'{BIN}{os.pathsep}{env["PATH"]}'
+    (base / 'reports').mkdir()
+    done = stencil_reframe(env)
+    assert done.returncode == 0, done.stdout[-3000:]
+    made = subprocess.run([commcheck_cmd(), 'baseline', '--last', '1'], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    return env
+
+
+def stencil_verdicts(env) -> dict[str, str]:
+    return {c['variable']: c['verdict'] for c in gate_json(env)['comparisons']
+            if c['test'].startswith('Stencil ')}
+
+
+def test_stencil_on_busy_cores_reads_a_changed_machine(stencil_env):
+    """A busy loop on every core slows compute and exchange; the compute-only runs of the same
+    launches slow with them, so neither time nor bw_fraction reads as MPI's. Which verdict it
+    reads depends on how much of the runs the loops' time slices reach (the median of runs
+    shorter than a slice can stay where it was): machine changed, cannot tell (compare exits 3
+    when nothing is decided) or unchanged, never a software verdict, never exit 1."""
+    loops = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+             for _ in range(os.cpu_count() or 1)]
+    try:
+        done = stencil_reframe(stencil_env)
+    finally:
+        for proc in loops:
+            proc.kill()
+            proc.wait()
+    assert 'sanity error' not in done.stdout, done.stdout[-3000:]
+    gate = compare(stencil_env)
+    verdicts = stencil_verdicts(stencil_env)
+    assert gate.returncode in (0, 3), gate.stdout[-3000:] + gate.stderr
+    assert verdicts['time'] in ('machine changed', 'cannot tell', 'unchanged', 'improved'), \
+        gate.stdout[-3000:]
+    assert not set(verdicts.values()) & SOFTWARE, gate.stdout[-3000:]
+
+
+def test_stencil_halo_exchange_on_tcp_reads_mpi_regressed(stencil_env):
+    stencil_reframe(stencil_env, OMPI_MCA_btl='self,tcp')
+    gate = compare(stencil_env)
+    assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr
+    assert stencil_verdicts(stencil_env)['time'] in ('MPI regressed', 'both'), gate.stdout[-3000:]
