@@ -70,16 +70,21 @@ def flagged(record: dict, environ: str, verdicts=frozenset(SOFTWARE)) -> set[str
             if c['verdict'] in verdicts and c['environ'] == environ}
 
 
-@pytest.fixture(scope='module')
-def site_env(tmp_path_factory):
-    if set(DEBIAN) != {'mpich', 'openmpi'}:
-        pytest.skip("the scenario needs Debian's MPICH and Open MPI")
-    base = tmp_path_factory.mktemp('gate')
+def isolated(base: Path) -> dict:
+    """The environment of a scenario: its own state, reports and references under base."""
     env = dict(os.environ, COMMCHECK_STATE=str(base / 'state'),
                COMMCHECK_REPORTS=str(base / 'reports'),
                RFM_REFERENCE_PREFIX=str(base / 'refs'))
     env['PATH'] = f'{BIN}{os.pathsep}{env["PATH"]}'
     (base / 'reports').mkdir()
+    return env
+
+
+@pytest.fixture(scope='module')
+def site_env(tmp_path_factory):
+    if set(DEBIAN) != {'mpich', 'openmpi'}:
+        pytest.skip("the scenario needs Debian's MPICH and Open MPI")
+    env = isolated(tmp_path_factory.mktemp('gate'))
     done = reframe(env, '-p', f'^({DEBIAN["mpich"]}|{DEBIAN["openmpi"]})$')
     assert done.returncode == 0, done.stdout[-3000:]
     base_line = subprocess.run([commcheck_cmd(), 'baseline', '--last', '1'], env=env,
@@ -211,12 +216,7 @@ def stencil_reframe(env, repeat: int = REPEATS, **extra_env):
 def stencil_env(tmp_path_factory):
     if 'openmpi' not in DEBIAN:
         pytest.skip("the stencil's scenario needs Debian's Open MPI")
-    base = tmp_path_factory.mktemp('stencil-gate')
-    env = dict(os.environ, COMMCHECK_STATE=str(base / 'state'),
-               COMMCHECK_REPORTS=str(base / 'reports'),
-               RFM_REFERENCE_PREFIX=str(base / 'refs'))
-    env['PATH'] = f'{BIN}{os.pathsep}{env["PATH"]}'
-    (base / 'reports').mkdir()
+    env = isolated(tmp_path_factory.mktemp('stencil-gate'))
     done = stencil_reframe(env)
     assert done.returncode == 0, done.stdout[-3000:]
     made = subprocess.run([commcheck_cmd(), 'baseline', '--last', '1'], env=env,

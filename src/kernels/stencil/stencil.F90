@@ -9,6 +9,7 @@
 program stencil
   CC_USE_MPI
   use, intrinsic :: iso_fortran_env, only: output_unit, int64, real64
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_associated
   use cc_util
   use stencil_options
   use stencil_problem
@@ -38,6 +39,8 @@ program stencil
   character(len=:), allocatable :: run_variant
   logical :: run_win
   integer :: seq_cur
+  ! At more ranks, the floor's runs couple each step to the node's neighbours (cc_stepsync.h)
+  type(c_ptr) :: coupling = c_null_ptr
 
   call cc_init()
   rank = cc_rank()
@@ -142,6 +145,7 @@ contains
       allocate(a(0:bx + 1, 0:by + 1, 0:1))
     end if
     if (o%baseline) allocate(b(0:bx + 1, 0:by + 1, 0:1))
+    if (o%baseline .and. nprocs > 1) coupling = stepsync_open(shared, nbr)
 
     ! A row (fixed i) is strided in Fortran's column-major storage; a column is contiguous.
     call MPI_Type_vector(by, 1, bx + 2, MPI_DOUBLE_PRECISION, row, ierr)
@@ -211,6 +215,7 @@ contains
       deallocate(a)
     end if
     if (associated(b)) deallocate(b)
+    if (c_associated(coupling)) call stepsync_close(coupling)
     if (o%variant == 'hybrid' .and. o%node_size > 0) then
       call MPI_Comm_free(node, ierr)
       call cc_check(ierr, 'MPI_Comm_free')
@@ -248,6 +253,8 @@ contains
       call add_sources(a(:, :, cur))
       th = MPI_Wtime()
       select case (run_variant)
+      case ('seq')
+        if (c_associated(coupling)) call stepsync_step(coupling)
       case ('sr', 'hybrid')
         call exchange_sr(a(:, :, cur), bx, by, sr_nbr, pi, pj, row)
       case ('nb')
@@ -317,7 +324,8 @@ contains
 
   ! One compute-only run on the baseline's arrays: this rank's block (the whole grid at 1
   ! rank: the sequential run), the same sources and updates, no exchange, no window, its
-  ! ghosts 0; the variant's arrays and result are left as they were.
+  ! ghosts 0, each step coupled to the node's neighbours as the exchange couples it (more
+  ! ranks: cc_stepsync.h); the variant's arrays and result are left as they were.
   function sequential_steps() result(ts)
     real(real64) :: ts
     integer :: kept

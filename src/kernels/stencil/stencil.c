@@ -103,6 +103,7 @@ struct run {
     const int *sr_nbr;
     MPI_Datatype column;
     const struct shm *shm;
+    struct cc_stepsync *sync; /* the floor's runs at more ranks: the steps' coupling */
 };
 
 /* Sources go in before the halo exchange, so a source on a block edge reaches the
@@ -133,7 +134,9 @@ static double timed_steps(const struct run *r, double *thalo, int *cur)
         double *aold = r->base + *cur * nd, *anew = r->base + (1 - *cur) * nd;
         add_sources(blk, aold);
         double th = MPI_Wtime();
-        if (v == V_SR || v == V_HYBRID)
+        if (v == V_SEQ && r->sync)
+            cc_stepsync_step(r->sync);
+        else if (v == V_SR || v == V_HYBRID)
             exchange_sr(blk, aold, r->sr_nbr, r->pi, r->pj, r->column);
         else if (v == V_NB)
             exchange_nb(blk, aold, r->sr_nbr, r->column);
@@ -213,12 +216,14 @@ static void repeated_steps(const struct run *r, const struct run *seq, struct ti
 /* The compute-only twin of a run, on arrays of its own (NULL without --baseline): the same
  * block (the whole grid at 1 rank: the sequential run), the same sources and updates, no
  * exchange, no window; its ghosts stay 0. At more ranks it is the floor of the variant's
- * time: what the same ranks take for the same steps without the halo exchange. */
-static struct run sequential_twin(const struct run *r)
+ * time: what the same ranks take for the same steps without the halo exchange, each step
+ * coupled to the neighbours in the node as the exchange couples it (cc_stepsync.h). */
+static struct run sequential_twin(const struct run *r, MPI_Comm shared, const int nbr[4])
 {
     struct run seq = *r;
     seq.variant = V_SEQ;
     seq.windowed = 0;
+    seq.sync = r->o->baseline && cc_size() > 1 ? cc_stepsync_open(shared, nbr) : NULL;
     seq.base = r->o->baseline ? cc_malloc(2 * r->nd * sizeof(double), "the baseline's grid")
                               : NULL;
     return seq;
@@ -375,7 +380,7 @@ int main(int argc, char **argv)
     struct run run = {.o = &o, .variant = o.variant, .blk = &blk, .base = base, .nd = nd,
                       .windowed = windowed, .pi = pi, .pj = pj, .sr_nbr = sr_nbr,
                       .column = column, .shm = &shm};
-    struct run seq = sequential_twin(&run);
+    struct run seq = sequential_twin(&run, shared, nbr);
     struct timings *tm = cc_malloc(sizeof *tm, "the run times");
     int cur;
     repeated_steps(&run, seq.base ? &seq : NULL, tm, &cur);
@@ -400,6 +405,7 @@ int main(int argc, char **argv)
 
     free(tm);
     free(seq.base);
+    cc_stepsync_close(seq.sync);
     CC_CHECK(MPI_Type_free(&column));
     if (windowed)
         shm_free(&shm);

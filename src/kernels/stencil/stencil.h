@@ -3,6 +3,7 @@
 #ifndef STENCIL_H
 #define STENCIL_H
 
+#include "cc_stepsync.h"
 #include "cc_util.h"
 #include "problem.h"
 
