@@ -510,6 +510,26 @@ def test_bench_power_scales_mpi_figures_and_leaves_floors_as_measured():
         assert ratio == pytest.approx([want] * 6)
 
 
+def test_bench_stencil_launches_are_the_stencil_checks_time_against_its_floor():
+    sess = bench_session(0)
+    for pool in sess['launches'].values():
+        for launch in pool:
+            launch.update({'time': 0.05, 'floor_time': 0.049})
+    plain, slow = bench_gate.as_samples(sess, 6), bench_gate.as_samples(sess, 6, 1.25)
+    keys = {k for k in plain if k[3] == bench_gate.STENCIL_TEST}
+    assert {k[4] for k in keys} == {'time', 'floor_time'}
+    for key in keys:
+        want = 1.0 if key[4] == 'floor_time' else 1.25
+        assert [s.value / p.value for s, p in zip(slow[key], plain[key])] == \
+            pytest.approx([want] * 6)
+        assert plain[key][0].unit == 's'
+    comps = gate.compare(plain, bench_gate.as_samples(bench_session(1), 6) | {
+        k: v for k, v in slow.items() if k in keys})
+    stencil, = [c for c in comps if c.key.test == bench_gate.STENCIL_TEST and
+                c.key.environ == next(iter(sess['launches']))]
+    assert stencil.variable == 'time' and stencil.floor_variable == 'floor_time'
+
+
 def test_bench_schedule_starts_with_the_baseline_and_spreads_the_rest():
     kinds = bench_gate.schedule(24, 4, 4)
     assert kinds[:3] == [bench_gate.CLEAN] * 3 and len(kinds) == 32
