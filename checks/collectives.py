@@ -25,7 +25,7 @@ from commcheck.analysis import kernel_records, osu_output
 from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
-from commcheck.rfm.perf import data_records, job_output, kernel_passed, perf_record
+from commcheck.rfm.perf import data_records, job_output, kernel_passed, no_floor, perf_record
 
 
 class PartitionWide(rfm.RunOnlyRegressionTest, StackCheck):
@@ -87,7 +87,7 @@ class Collectives(PartitionWide):
     def set_perf_variables(self):
         self.perf_variables = {
             op_label(op, size): perf_record(self, 'DATA', 'time_us', 'us', op=op, size=size)
-            for op, size in self.timed()}
+            for op, size in self.timed()} | no_floor(self)
 
 
 #: OSU program -> our op name.
@@ -131,4 +131,4 @@ class OsuCollectives(PartitionWide, OsuProgram):
             return
         op = OSU_COLLECTIVES[self.benchmark]
         self.perf_variables = {op_label(op, size): sn.make_performance_function(
-            sn.defer(value), 'us') for size, value in self._table().items()}
+            sn.defer(value), 'us') for size, value in self._table().items()} | no_floor(self)

@@ -15,7 +15,13 @@ from reframe.core.builtins import parameter, run_after, run_before, sanity_funct
 from commcheck import experiments
 from commcheck.analysis import hockney
 from commcheck.rfm.p2p import TwoRankSweep
-from commcheck.rfm.perf import computed_variables, data_records, floor_variables, kernel_passed
+from commcheck.rfm.perf import (
+    computed_variables,
+    data_records,
+    floor_variables,
+    kernel_passed,
+    with_own_costs,
+)
 
 # benchmark -> (program kernel, the DATA field holding the time per message)
 KERNELS = {'comms1': ('pingpong', 'oneway_us'), 'comms2': ('comms2', 'msg_us')}
@@ -76,4 +82,5 @@ class ParkbenchComms(TwoRankSweep):
             # Both segments, or none: a lone segment is not the piecewise model.
             values = {k: v for k, v in values.items()
                       if not k.endswith(('_small', '_large')) and k != 'breakpoint'}
-        self.perf_variables = {**computed_variables(self, values), **floors}
+        self.perf_variables = with_own_costs(self, {**computed_variables(self, values),
+                                                    **floors})

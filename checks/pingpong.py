@@ -4,7 +4,8 @@ Rank 0 sends, rank 1 echoes; the kernel times round trips per size and validates
 payload. Perf variables: ``latency_<n>B`` (one-way, µs) and ``bw_<n>B`` (MB/s) for every
 measured size, and the hardware floor of the same launch, ``floor_latency_<n>B`` and
 ``floor_bw_<n>B`` (C and Fortran; see experiments.FLOOR_VARIABLES); references usually gate
-``latency_8B``, ``latency_1024B`` and ``bw_1048576B``.
+``latency_8B``, ``latency_1024B`` and ``bw_1048576B``, through their own costs over those floors
+(``own_latency_8B`` ...: experiments.own_costs).
 Seed 001's grid: ``-S PingPong.sizes=8,64,512,4096,32768,262144,1048576 -S PingPong.iters=10000``.
 """
 
@@ -13,7 +14,13 @@ from reframe.core.builtins import parameter, run_before, sanity_function
 
 from commcheck import experiments
 from commcheck.rfm.p2p import TwoRankSweep
-from commcheck.rfm.perf import first_message, floor_variables, kernel_passed, sweep_variables
+from commcheck.rfm.perf import (
+    first_message,
+    floor_variables,
+    kernel_passed,
+    sweep_variables,
+    with_own_costs,
+)
 
 
 @rfm.simple_test
@@ -37,6 +44,7 @@ class PingPong(TwoRankSweep):
     def set_perf_variables(self):
         if self.is_dry_run():
             return
-        self.perf_variables = {**sweep_variables(self, 'oneway_us', 'latency', 'us'),
-                               **sweep_variables(self, 'bw_MBps', 'bw', 'MB/s'),
-                               **first_message(self), **floor_variables(self)}
+        self.perf_variables = with_own_costs(self, {
+            **sweep_variables(self, 'oneway_us', 'latency', 'us'),
+            **sweep_variables(self, 'bw_MBps', 'bw', 'MB/s'),
+            **first_message(self), **floor_variables(self)})

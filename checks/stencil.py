@@ -6,10 +6,16 @@ the kernel emulates nodes of sqrt(ranks) ranks). Speedup and efficiency are agai
 sequential run of the same size and language: at 1 rank, sequential runs in the same launch,
 each just before one of the variant's (``--baseline yes``: the median of the pairs' ratios,
 so a machine that changes speed between launches does not move it); at more ranks, the
-sequential fixture's launch. ``bw_fraction`` is the stencil's memory traffic (16 B/update)
-over the STREAM copy bandwidth that the same ranks reach in the same job, just before and just
-after the stencil runs, the best of both (same nodes, same placement); none where the ranks are
-oversubscribed (time-sliced on shared cores, STREAM's aggregate is no bound).
+sequential fixture's launch. ``floor_time``: the same ranks doing the same steps without the
+halo exchange, each run just before one of the variant's in the same launch (``--baseline
+yes``: at 1 rank the sequential run, at more every rank's block alone, checked cell by cell);
+the gate judges ``time`` against it, and ``bw_fraction`` against ``floor_bw_fraction``, the
+compute-only runs' traffic over the same STREAM bound (experiments: Stencil's floors; a busy
+core slows a short STREAM probe less than the stencil). ``bw_fraction`` is the
+stencil's memory traffic (16 B/update) over the STREAM copy bandwidth that the same ranks reach
+in the same job, just before and just after the stencil runs, the best of both (same nodes, same
+placement); none where the ranks are oversubscribed (time-sliced on shared cores, STREAM's
+aggregate is no bound).
 Defaults fit a login node; seed 002's sizes: ``--mode seeds`` (4800 x 4800, 500 steps, 36 ranks).
 """
 
@@ -19,6 +25,7 @@ import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import (
     fixture,
     parameter,
@@ -38,6 +45,7 @@ from commcheck.rfm.perf import (
     kernel_run,
     kernel_runs,
     perf_record,
+    with_own_costs,
 )
 
 HEAT_RTOL = 1e-12
@@ -186,6 +194,13 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
     #: ``no`` runs without the every-cell comparison (only total heat and checksum are then
     #: compared with the sequential run): an explicit choice, never a silent default.
     verify = variable(str, type(None), value=None)
+    #: Pair each run with a compute-only run of the same steps just before it (``--baseline
+    #: yes``): ``floor_time``, the floor ``time`` is judged against, and at 1 rank the speedup
+    #: from the pairs. ``false`` runs the variant alone (speedup from the sequential fixture).
+    #:
+    #: :type: :class:`bool`
+    #: :default: ``True``
+    paired = variable(typ.Bool, value=True)
     #: Which level of the memory hierarchy ``bw_fraction``'s bound (STREAM) was measured at.
     bound = variable(str, value='')
     seq = fixture(StencilSequential, scope='environment', action='fork')
@@ -258,7 +273,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         self.executable = self.kernels.program(experiments.program('stencil', self.lang))
         self.executable_opts = ['--variant', self.variant, '--n', str(self.n),
                                 '--steps', str(self.steps), *self.repetition_options()]
-        if self.ranks == 1:
+        if self.paired:
             self.executable_opts += ['--baseline', 'yes']
         if self.verify and not self.small_grid:     # the small grid is always verified
             self.executable_opts += ['--verify', self.verify]
@@ -310,16 +325,23 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
                      key=lambda result: result['copy_GBps'])
         self.bound = describe_bound(self, 16 * (self.n + 2) ** 2)
         # 1 rank: sequential and variant runs paired in this launch; else across launches
-        # (none on the small grid: the sequential fixture ran another size)
-        speedup = result['seq_ratio'] if self.ranks == 1 else seq_time / result['time_s']
-        self.perf_variables = computed_variables(self, {
+        paired_seq = self.paired and self.ranks == 1
+        speedup = result['seq_ratio'] if paired_seq else seq_time / result['time_s']
+        floor = ({'floor_time': (result['seq_time_s' if paired_seq else 'floor_time_s'], 's')}
+                 if self.paired else {})
+        # oversubscribed: ranks time-sliced on shared cores make no bound (none shown)
+        fraction = {}
+        if not self.oversubscribed:
+            fraction['bw_fraction'] = (result['mem_GBps'] / stream['copy_GBps'], '')
+            if floor:   # the compute-only runs' traffic over the same bound: its floor
+                fraction['floor_bw_fraction'] = (fraction['bw_fraction'][0] * result['time_s']
+                                                 / floor['floor_time'][0], '')
+        self.perf_variables = with_own_costs(self, computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
             'halo_share': (result['halo_share'], ''),
+            # none on the small grid: the sequential fixture ran another size
             **({} if self.small_grid else {'speedup': (speedup, 'x'),
                                            'efficiency': (speedup / self.ranks, '')}),
-            'stream_copy': (stream['copy_GBps'], 'GB/s'),
-            # oversubscribed: ranks time-sliced on shared cores make no bound (none shown)
-            **({} if self.oversubscribed else
-               {'bw_fraction': (result['mem_GBps'] / stream['copy_GBps'], '')}),
-            **({'seq_time': (result['seq_time_s'], 's')} if self.ranks == 1 else {}),
-            **self.spread_variables(result)})
+            'stream_copy': (stream['copy_GBps'], 'GB/s'), **fraction, **floor,
+            **({'seq_time': (result['seq_time_s'], 's')} if paired_seq else {}),
+            **self.spread_variables(result)}))

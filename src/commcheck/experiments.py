@@ -95,9 +95,14 @@ class Experiment:
     quick_mode: tuple[str, ...] = ()
     #: Environment features beyond a language that the check selects on (see FEATURE_SOURCES).
     needs: tuple[str, ...] = ()
-    #: Key variable -> its hardware floor (a :data:`FLOOR_VARIABLES` name measured in the same
-    #: launch by the C and Fortran kernels): the gate judges MPI's own cost, value over floor.
+    #: Key variable -> its floor, measured in the same launch: a hardware floor (a
+    #: :data:`FLOOR_VARIABLES` name, the C and Fortran kernels) or the check's own (the
+    #: stencil's compute-only runs); the gate judges MPI's own cost, value over floor. A
+    #: floor goes the way its key variable does (:func:`direction`).
     floors: tuple[tuple[str, str], ...] = ()
+    #: Where a check has no floor, why (its launches note ``no floor: <why>``): the gate
+    #: then judges the raw value, and a slower machine reads as ``regressed`` there.
+    no_floor: str = ''
     #: The check's defaults (variable -> value): what a plain run uses. The check reads them
     #: from here (:func:`default`), and so do the tests that run its kernels at its sizes.
     defaults: tuple[tuple[str, object], ...] = ()
@@ -136,7 +141,11 @@ EXPERIMENTS = (
     Experiment(
         check='DerivedDatatypes', title='Derived datatypes', kernels=('dtype',),
         seeds=('003',), section='datatypes',
-        key_variables=(('slowdown', LOWER_IS_BETTER), ('r_inf', HIGHER_IS_BETTER)),
+        key_variables=(('slowdown', LOWER_IS_BETTER), ('r_inf', HIGHER_IS_BETTER),
+                       ('t0', LOWER_IS_BETTER)),
+        # the contiguous send of the same launch, same ranks, just before the mode's sweep:
+        # what the datatype engine adds is the mode's figure over it
+        floors=(('r_inf', 'r_inf_contig'), ('t0', 't0_contig')),
         seed_mode=('sizes=8:1048576', 'iters=2000'),
         quick_mode=('sizes=8:16384', 'iters=40', 'warmup=4'),
         defaults=(('sizes', '8:65536'), ('iters', 200), ('warmup', 20))),
@@ -144,6 +153,11 @@ EXPERIMENTS = (
         check='Stencil', title='MPI-3 shared-memory stencil', kernels=('stencil', 'stream'),
         seeds=('002',), section='stencil',
         key_variables=(('time', LOWER_IS_BETTER), ('bw_fraction', HIGHER_IS_BETTER)),
+        # the same steps on the same ranks without the halo exchange, run by run just before
+        # the variant's (1 rank: the sequential run), and its traffic over the STREAM bound
+        # of bw_fraction (a bound, not a floor: a short STREAM probe beside busy cores gets
+        # whole time slices, the stencil does not; the compute-only runs see what it sees)
+        floors=(('time', 'floor_time'), ('bw_fraction', 'floor_bw_fraction')),
         seed_mode=('n=4800', 'steps=500', 'max_ranks=36', 'min_reps=3', 'target_seconds=0',
                    *_ALL_OVERSUBSCRIBED),
         quick_mode=('n=480', 'steps=20', 'max_ranks=4', 'min_reps=1', 'target_seconds=0'),
@@ -179,6 +193,16 @@ EXPERIMENTS = (
 #: The collectives every collective check times (our kernel and OSU's), perf variables
 #: ``<op>_<size>B`` in us (``barrier``: no size).
 COLLECTIVE_OPS = ('allreduce', 'alltoall', 'bcast', 'barrier')
+#: Why the collectives have no floor. A floor must take the path the MPI figure takes, without
+#: MPI: the ping-pong's is a message between the same two ranks through shared memory (or TCP
+#: between their nodes). A collective's time is its algorithm over every rank of the partition
+#: (log p rounds or p-1 exchanges, reductions, across the nodes' links); a memcpy of the same
+#: bytes on each rank is one local copy: it moves with the memory, not with the links and the
+#: rounds, so a ratio over it would count a slower network or a busier node as MPI's own cost.
+#: Rebuilding each algorithm without MPI would be a second MPI, not a floor.
+COLLECTIVES_NO_FLOOR = ('a collective is an algorithm over every rank and link of the '
+                        'partition; no MPI-free operation of the same ranks takes its path '
+                        '(a memcpy of the same bytes is one local copy)')
 
 EXPERIMENTS += (
     Experiment(
@@ -195,6 +219,7 @@ EXPERIMENTS += (
         key_variables=(('allreduce_8B', LOWER_IS_BETTER), ('allreduce_65536B', LOWER_IS_BETTER),
                        ('alltoall_1024B', LOWER_IS_BETTER), ('bcast_65536B', LOWER_IS_BETTER),
                        ('barrier', LOWER_IS_BETTER)),
+        no_floor=COLLECTIVES_NO_FLOOR,
         seed_mode=('sizes=8:1048576', 'iters=1000'),
         quick_mode=('sizes=8,1024,65536', 'iters=50', 'warmup=5')),
     Experiment(
@@ -203,6 +228,7 @@ EXPERIMENTS += (
         key_variables=(('allreduce_8B', LOWER_IS_BETTER), ('allreduce_65536B', LOWER_IS_BETTER),
                        ('alltoall_1024B', LOWER_IS_BETTER), ('bcast_65536B', LOWER_IS_BETTER),
                        ('barrier', LOWER_IS_BETTER)),
+        no_floor=COLLECTIVES_NO_FLOOR,
         quick_mode=('iterations=50',)),
 )
 
@@ -314,18 +340,47 @@ def floor_variable(variable: str) -> FloorVariable | None:
     return next((f for f in FLOOR_VARIABLES if f.name == found['name']), None)
 
 
+def is_floor(check: str, variable: str) -> bool:
+    """Whether ``variable`` is a floor: a hardware one, or one a key variable of ``check`` is
+    judged against (judged with that variable, never on its own)."""
+    exp = BY_CHECK.get(check)
+    return bool(floor_variable(variable) or (exp and variable in dict(exp.floors).values()))
+
+
 def floor_of(check: str, variable: str) -> str | None:
     """The floor variable a key variable of ``check`` is judged against, if declared."""
     exp = BY_CHECK.get(check)
     return dict(exp.floors).get(variable) if exp else None
 
 
+def own_variable(variable: str) -> str:
+    """The perf variable of a key variable's own cost over its floor: ``own_latency_8B``."""
+    return f'own_{variable}'
+
+
+def own_costs(check: str) -> tuple[tuple[str, str, str], ...]:
+    """(own cost, key variable, floor) of every key variable of ``check`` that has a floor.
+    An own cost is a slowdown factor over the floor of the same launch, worse up whichever
+    way its variable goes (``latency / floor_latency``, ``floor_bw / bw``): what ReFrame's
+    ``$ref`` bounds in place of the raw figure (commcheck.analysis.baseline)."""
+    exp = BY_CHECK.get(check)
+    return tuple((own_variable(v), v, f) for v, f in exp.floors) if exp else ()
+
+
+def own_cost_of(check: str, variable: str) -> tuple[str, str] | None:
+    """(key variable, floor) whose own cost ``variable`` is, or None."""
+    found = [(v, f) for own, v, f in own_costs(check) if own == variable]
+    return found[0] if found else None
+
+
 def gated_variables(check: str) -> tuple[str, ...]:
-    """The key variables of ``check`` and their floors: what baseline and compare keep."""
+    """The key variables of ``check``, their floors and own costs: what baseline and compare
+    keep."""
     exp = BY_CHECK.get(check)
     if not exp:
         return ()
-    return key_variables(check) + tuple(dict.fromkeys(f for _, f in exp.floors))
+    return (key_variables(check) + tuple(dict.fromkeys(f for _, f in exp.floors))
+            + tuple(own for own, _, _ in own_costs(check)))
 
 #: Feature -> where an environment gets it: what `commcheck run` says when no environment has it.
 FEATURE_SOURCES = {
@@ -395,6 +450,11 @@ def direction(check: str, variable: str, unit: str = '') -> str | None:
         for name, way in exp.key_variables:
             if name == variable:
                 return way
+        if own_cost_of(check, variable):
+            return LOWER_IS_BETTER
+        floored = [name for name, floor in exp.floors if floor == variable]
+        if floored:
+            return direction(check, floored[0])
     floor = floor_variable(variable)
     if floor:
         return floor.direction

@@ -12,9 +12,9 @@ both), and exit 1 with ``--fail-on-machine-change``. No mocks: real ReFrame sess
 MPI, real kernels.
 
 ReFrame's own one-launch ``$ref`` bounds, written by ``commcheck baseline``, catch gross
-breakage only (a factor 2 at least): they fail the Open MPI TCP run (8 B latency 20x and more),
-and a clean rerun on a shared VM may still have one launch beyond them (seen: 1 MiB at 27 % of
-the baseline median), which is why the verdict is ``commcheck compare``'s, not ReFrame's.
+breakage only: they bound MPI's own cost over the floor of the same launch (``own_latency_8B``
+..., a factor 5 at least; tests/integration/test_own_cost_refs.py), and fail the Open MPI TCP
+run (8 B latency 20x and more). The verdict is ``commcheck compare``'s, not ReFrame's.
 
 The upgrade question, paired (``commcheck upgrade``): Debian's MPICH in service against itself
 under another name (A/A: never flagged) and against itself made 20 % slower by the slowmpi
@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,28 +77,34 @@ def flagged(record: dict, environ: str, verdicts=frozenset(SOFTWARE)) -> set[str
             if c['verdict'] in verdicts and c['environ'] == environ}
 
 
-@pytest.fixture(scope='module')
-def site_env(tmp_path_factory):
-    if set(DEBIAN) != {'mpich', 'openmpi'}:
-        pytest.skip("the scenario needs Debian's MPICH and Open MPI")
-    base = tmp_path_factory.mktemp('gate')
+def isolated(base: Path) -> dict:
+    """The environment of a scenario: its own state, reports and references under base."""
     env = dict(os.environ, COMMCHECK_STATE=str(base / 'state'),
                COMMCHECK_REPORTS=str(base / 'reports'),
                RFM_REFERENCE_PREFIX=str(base / 'refs'))
     env['PATH'] = f'{BIN}{os.pathsep}{env["PATH"]}'
     (base / 'reports').mkdir()
+    return env
+
+
+@pytest.fixture(scope='module')
+def site_env(tmp_path_factory):
+    if set(DEBIAN) != {'mpich', 'openmpi'}:
+        pytest.skip("the scenario needs Debian's MPICH and Open MPI")
+    env = isolated(tmp_path_factory.mktemp('gate'))
     done = reframe(env, '-p', f'^({DEBIAN["mpich"]}|{DEBIAN["openmpi"]})$')
     assert done.returncode == 0, done.stdout[-3000:]
     base_line = subprocess.run([commcheck_cmd(), 'baseline', '--last', '1'], env=env,
                                capture_output=True, text=True, timeout=600)
     assert base_line.returncode == 0, base_line.stderr
-    assert 'baselined 12 variable(s)' in base_line.stdout    # 6 key variables, 6 floors
+    # 6 key variables, their 6 floors and 6 own costs
+    assert 'baselined 18 variable(s)' in base_line.stdout
     return env
 
 
 def test_the_baseline_gates_plain_reframe_too(site_env):
     refs = Path(site_env['RFM_REFERENCE_PREFIX']) / 'local.yaml'
-    assert 'latency_8B' in refs.read_text()
+    assert 'own_latency_8B' in refs.read_text()
     assert (refs.parent / 'local.baseline.json').exists()
 
 
@@ -257,3 +264,68 @@ def test_upgrade_a_real_slower_mpi_fails_naming_the_stack(upgrade_site):
         done.stdout[-3000:]
     assert 'SLOWER: mpich-slower on' in done.stdout
     assert not [j for j in record['judgements'] if j['slower'] == DEBIAN['mpich']]
+
+
+# ---- the stencil: its own floor (the same steps without the halo exchange, same launch) -------
+# A grid where the exchange matters (480^2: a step of about 0.1 ms of compute a rank, two rows
+# of 3.8 KB exchanged) and a run (20 steps) about as long as a time slice, so that busy loops
+# on the cores reach the runs' median; C on Open MPI at 2 ranks: small, and TCP applies.
+STENCIL = ['-n', 'Stencil%variant=sr%ranks=2%seq.lang=c', '-S', 'Stencil.n=480',
+           '-S', 'StencilSequential.n=480', '-S', 'steps=20', '-S', 'min_reps=5',
+           '-S', 'target_seconds=0.2']
+
+
+def stencil_reframe(env, repeat: int = REPEATS, **extra_env):
+    cmd = [str(BIN / 'reframe'), '-C', str(paths.CONFIG_DIR / 'local.py'), '-c',
+           str(paths.CHECKS_DIR), '-r', *STENCIL, '-p', f'^{DEBIAN["openmpi"]}$',
+           '--repeat', str(repeat)]
+    return subprocess.run(cmd, env=dict(env, **extra_env), capture_output=True, text=True,
+                          timeout=1200)
+
+
+@pytest.fixture(scope='module')
+def stencil_env(tmp_path_factory):
+    if 'openmpi' not in DEBIAN:
+        pytest.skip("the stencil's scenario needs Debian's Open MPI")
+    env = isolated(tmp_path_factory.mktemp('stencil-gate'))
+    done = stencil_reframe(env)
+    assert done.returncode == 0, done.stdout[-3000:]
+    made = subprocess.run([commcheck_cmd(), 'baseline', '--last', '1'], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    return env
+
+
+def stencil_verdicts(env) -> dict[str, str]:
+    return {c['variable']: c['verdict'] for c in gate_json(env)['comparisons']
+            if c['test'].startswith('Stencil ')}
+
+
+def test_stencil_on_busy_cores_reads_a_changed_machine(stencil_env):
+    """A busy loop on every core slows compute and exchange; the compute-only runs of the same
+    launches slow with them, so neither time nor bw_fraction reads as MPI's. Which verdict it
+    reads depends on how much of the runs the loops' time slices reach (the median of runs
+    shorter than a slice can stay where it was): machine changed, cannot tell (compare exits 3
+    when nothing is decided) or unchanged, never a software verdict, never exit 1."""
+    loops = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+             for _ in range(os.cpu_count() or 1)]
+    try:
+        done = stencil_reframe(stencil_env)
+    finally:
+        for proc in loops:
+            proc.kill()
+            proc.wait()
+    assert 'sanity error' not in done.stdout, done.stdout[-3000:]
+    gate = compare(stencil_env)
+    verdicts = stencil_verdicts(stencil_env)
+    assert gate.returncode in (0, 3), gate.stdout[-3000:] + gate.stderr
+    assert verdicts['time'] in ('machine changed', 'cannot tell', 'unchanged', 'improved'), \
+        gate.stdout[-3000:]
+    assert not set(verdicts.values()) & SOFTWARE, gate.stdout[-3000:]
+
+
+def test_stencil_halo_exchange_on_tcp_reads_mpi_regressed(stencil_env):
+    stencil_reframe(stencil_env, OMPI_MCA_btl='self,tcp')
+    gate = compare(stencil_env)
+    assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr
+    assert stencil_verdicts(stencil_env)['time'] in ('MPI regressed', 'both'), gate.stdout[-3000:]

@@ -65,3 +65,11 @@ def test_floor_variables_are_declared_once_and_pair_with_key_variables():
             assert declared and experiments.direction(check, floor) == declared.direction
     assert experiments.floor_variable('floor_bw_1048576B').unit == 'MB/s'
     assert experiments.floor_variable('latency_8B') is None
+    # the checks' own floors (not hardware ones): judged the way their key variable goes
+    for check in ('Stencil', 'DerivedDatatypes'):
+        for key, floor in experiments.BY_CHECK[check].floors:
+            assert key in experiments.key_variables(check) and experiments.is_floor(check, floor)
+            assert experiments.direction(check, floor) == experiments.direction(check, key)
+            assert experiments.own_cost_of(check, experiments.own_variable(key)) == (key, floor)
+    assert not experiments.is_floor('Stencil', 'time')
+    assert experiments.BY_CHECK['Collectives'].no_floor and not experiments.own_costs('Collectives')

@@ -57,7 +57,7 @@ BAD_INPUT = {
                 (['--variant', 'seq'], 4, 'seq'), (['--variant', 'warp'], 1, 'warp'),
                 (['--verify', 'maybe'], 1, 'maybe'),
                 (['--verify', 'no', '--inject-error'], 1, '--inject-error'),
-                (['--baseline', 'maybe'], 1, 'maybe'), (['--baseline', 'yes'], 4, '--baseline'),
+                (['--baseline', 'maybe'], 4, 'maybe'),
                 (['--variant', 'seq', '--baseline', 'yes'], 1, '--baseline')],
     'stream': [(['--n', 'many'], 1, 'whole number')],
     'fptr': [(['--variant', 'pointer'], 2, '1 rank'), (['--n', '-5'], 1, ''),
@@ -163,6 +163,26 @@ def test_stencil_baseline_pairs_sequential_runs_in_the_same_launch(kernel_builds
         assert alone['PASS'] == both['PASS'] == [{'validated': 96 * 96}]
         assert (rb['total_heat'], rb['checksum']) == (ra['total_heat'], ra['checksum'])
         assert rb['reps'] == 3 and rb['seq_time_s'] > 0 and rb['seq_ratio'] > 0
+
+
+@pytest.mark.parametrize('stack,program', STENCIL_CASES, ids=STENCIL_IDS)
+def test_stencil_floor_pairs_compute_only_runs_at_more_ranks(kernel_builds, stack, program):
+    """--baseline yes at 2 and 4 ranks: a compute-only run of the same steps on every rank's
+    block before each of the variant's; RESULT adds floor_time_s (no sequential figures), the
+    variant's own result is what it is without the floor, and the floor's blocks were checked
+    (a broken floor is the mutants' test: floor-no-steps)."""
+    binary = kernel_builds[stack.name] / program
+    args = ['--n', '96', '--steps', '20', '--reps', '3']
+    for variant, ranks in (('sr', 2), ('nb', 4), ('shmnc', 4)):
+        plain = mpirun(stack, ranks, binary, '--variant', variant, *args)
+        paired = mpirun(stack, ranks, binary, '--variant', variant, *args, '--baseline', 'yes')
+        assert plain.returncode == 0 and paired.returncode == 0, paired.stderr
+        alone, both = (kernel_records.parse(done.stdout) for done in (plain, paired))
+        ra, rb = alone['RESULT'][0], both['RESULT'][0]
+        assert 'floor_time_s' not in ra and 'seq_ratio' not in rb and 'seq_time_s' not in rb
+        assert alone['PASS'] == both['PASS'] == [{'validated': 96 * 96}]
+        assert (rb['total_heat'], rb['checksum']) == (ra['total_heat'], ra['checksum'])
+        assert rb['reps'] == 3 and rb['floor_time_s'] > 0
 
 
 @pytest.mark.parametrize('stack,kernel,program', CASES, ids=CASE_IDS)

@@ -129,6 +129,10 @@ F_SR_COLUMNS = (
     '               mod(pj, 2) == 0, WEST)\n')
 C_EXCHANGE, F_HALO = 'stencil/exchange.c', 'stencil/stencil_halo.F90'
 C_MAIN, F_MAIN = 'stencil/stencil.c', 'stencil/stencil.F90'
+# The floor's pairs, as the check runs them (every rank count, --baseline yes)
+FLOOR_PAIRED = (stencil('sr', (4, (*STENCIL_TEST, '--baseline', 'yes')),
+                        (2, (*STENCIL_CHECK, '--baseline', 'yes')))
+                + stencil('shm', (1, (*STENCIL_CHECK, '--baseline', 'yes'))))
 
 STENCIL_MUTANTS = [
     # no halo exchange at all
@@ -176,6 +180,17 @@ STENCIL_MUTANTS = [
            ((F_MAIN, "    case ('sr', 'hybrid')\n", "    case ('sr')\n"),),
            stencil('hybrid', (4, STENCIL_TEST), (4, STENCIL_CHECK), node_size=2)
            + stencil('hybrid', (2, STENCIL_TEST), node_size=1)),
+    # the floor (--baseline yes, every rank count of the check): its compute-only runs do no
+    # steps, so it would time nothing; at 1 rank the sequential field differs from the
+    # variant's, at more each block differs from the block's own reference
+    Mutant('floor-no-steps', 'stencil', 'c', "the floor's (the twin's) runs do none of the steps",
+           ((C_MAIN, '    for (int t = 1; t <= r->o->steps; t++) {',
+             '    for (int t = 1; t <= (v == V_SEQ ? 0 : r->o->steps); t++) {'),),
+           FLOOR_PAIRED),
+    Mutant('floor-no-steps', 'stencil', 'f', "the floor's (the twin's) runs do none of the steps",
+           ((F_MAIN, '    do t = 1, o%steps\n',
+             "    do t = 1, merge(0_int64, o%steps, run_variant == 'seq')\n"),),
+           FLOOR_PAIRED),
 ]
 
 # ---- pingpong and comms2: one bad message in the middle of the timed loop ------------------

@@ -103,6 +103,35 @@ def test_a_slower_mpi_on_the_same_machine_is_mpi_regressed(seed):
     assert comp.floor.outcome != gate.WORSE and comp.floor_variable == 'floor_latency_8B'
 
 
+@pytest.mark.parametrize('check,variable,floor', [
+    ('Stencil %variant=sr %ranks=2', 'time', 'floor_time'),
+    ('DerivedDatatypes %mode=stride', 't0', 't0_contig'),
+    ('DerivedDatatypes %mode=stride', 'r_inf', 'r_inf_contig')])
+def test_a_checks_own_floor_is_judged_with_its_variable_never_alone(check, variable, floor):
+    """The floors a check declares (not the hardware ones): its key variable is judged as
+    its own cost over that floor, the way the floor's variable goes, and the floor itself
+    gets no verdict of its own."""
+    key, fkey = KEY[:3] + (check, variable), KEY[:3] + (check, floor)
+    higher = experiments.direction(experiments.check_of(check), variable) == \
+        experiments.HIGHER_IS_BETTER
+    assert experiments.direction(experiments.check_of(check), floor) == \
+        experiments.direction(experiments.check_of(check), variable)
+
+    def side(seed, machine, mpi, session):
+        value, floor_values = launches(8, seed, machine=machine, mpi=mpi)
+        if higher:      # a rate: the machine and MPI make it smaller
+            value, floor_values = [1 / v for v in value], [1 / f for f in floor_values]
+        return {key: samples(value, key, session=session),
+                fkey: samples(floor_values, fkey, session=session)}
+
+    slower_machine = gate.compare(side(1, 1.0, 1.0, 'b'), side(2, 2.0, 1.0, 'n'))
+    slower_mpi = gate.compare(side(1, 1.0, 1.0, 'b'), side(2, 1.0, 1.5, 'n'))
+    for comps, want in ((slower_machine, gate.MACHINE_CHANGED), (slower_mpi, gate.MPI_REGRESSED)):
+        comp, = comps
+        assert comp.key.variable == variable and comp.floor_variable == floor
+        assert comp.verdict == want, gate.describe(comp)
+
+
 def test_both_slower_is_both():
     comp = floored(launches(8, 1), launches(8, 2, machine=1.3, mpi=2.5))
     assert comp.verdict == gate.BOTH, gate.describe(comp)
@@ -338,6 +367,33 @@ def test_baseline_writes_refs_reframe_reads_and_keeps_the_previous(tmp_path):
     assert sorted(len(v) for v in record.samples().values()) == [6, 6]
 
 
+def test_baseline_references_mpis_own_cost_not_the_raw_figure_nor_the_floor(tmp_path):
+    """A key variable with a floor is referenced through its own cost (a perf variable of the
+    same launches), bounded at least own_floor above its median; its raw figure and the
+    floor get no $ref; a key variable whose own cost was not recorded (an older session)
+    keeps its raw reference."""
+    own = KEY[:4] + ('own_latency_8B',)
+    bw, bw_floor = KEY[:4] + ('bw_1048576B',), KEY[:4] + ('floor_bw_1048576B',)
+    keys = {KEY: noisy(6, 0.5), FLOOR: noisy(6, 0.2), own: noisy(6, 2.5),
+            bw: noisy(6, 9000), bw_floor: noisy(6, 20000)}
+    sess = [session('aaaaaaaa-1', keys)]
+    policy = baseline.Policy(min_samples=5)
+    chosen = baseline.compute(sess, 'sys', policy, warn=print)
+    assert {v.variable for v in chosen} == {'latency_8B', 'floor_latency_8B', 'own_latency_8B',
+                                            'bw_1048576B', 'floor_bw_1048576B'}
+    baseline.write(tmp_path, 'sys', sess, chosen, policy)
+    level = yaml.safe_load((tmp_path / 'sys.yaml').read_text())['PingPong']['sys:part'][
+        'gnu-mpich4']['c']
+    assert set(level) == {'own_latency_8B', 'bw_1048576B'}
+    value, lower, upper, unit = level['own_latency_8B']
+    assert value == pytest.approx(np.median(keys[own]), rel=1e-4) and unit == 'us'
+    assert lower is None and upper >= policy.own_floor > policy.floor
+    assert experiments.direction('PingPong', 'own_bw_1048576B') == experiments.LOWER_IS_BETTER
+    assert experiments.own_cost_of('PingPong', 'own_bw_1048576B') == (
+        'bw_1048576B', 'floor_bw_1048576B')
+    assert experiments.own_cost_of('PingPong', 'latency_8B') is None
+
+
 def test_baseline_refuses_too_few_launches(tmp_path):
     sess = [session('a', {KEY: [0.5, 0.6]})]
     with pytest.raises(baseline.BaselineError, match='too few launches to baseline: at most 2'):
@@ -452,6 +508,26 @@ def test_bench_power_scales_mpi_figures_and_leaves_floors_as_measured():
         want = (1.0 if experiments.floor_variable(key[4]) else
                 1 / 1.25 if key[4].startswith('bw') else 1.25)
         assert ratio == pytest.approx([want] * 6)
+
+
+def test_bench_stencil_launches_are_the_stencil_checks_time_against_its_floor():
+    sess = bench_session(0)
+    for pool in sess['launches'].values():
+        for launch in pool:
+            launch.update({'time': 0.05, 'floor_time': 0.049})
+    plain, slow = bench_gate.as_samples(sess, 6), bench_gate.as_samples(sess, 6, 1.25)
+    keys = {k for k in plain if k[3] == bench_gate.STENCIL_TEST}
+    assert {k[4] for k in keys} == {'time', 'floor_time'}
+    for key in keys:
+        want = 1.0 if key[4] == 'floor_time' else 1.25
+        assert [s.value / p.value for s, p in zip(slow[key], plain[key])] == \
+            pytest.approx([want] * 6)
+        assert plain[key][0].unit == 's'
+    comps = gate.compare(plain, bench_gate.as_samples(bench_session(1), 6) | {
+        k: v for k, v in slow.items() if k in keys})
+    stencil, = [c for c in comps if c.key.test == bench_gate.STENCIL_TEST and
+                c.key.environ == next(iter(sess['launches']))]
+    assert stencil.variable == 'time' and stencil.floor_variable == 'floor_time'
 
 
 def test_bench_schedule_starts_with_the_baseline_and_spreads_the_rest():

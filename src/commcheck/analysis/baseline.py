@@ -12,6 +12,13 @@ are written, atomically, each keeping its previous version as ``<name>.prev``:
   baseline launch's excess)`` in the direction that is worse (the other side is unbounded).
   Smaller shifts are the statistical gate's (``commcheck compare``). Floor variables are kept
   in the baseline file (the gate judges MPI's own cost against them) but get no ``$ref``.
+  A key variable with a floor is referenced through its own cost over that floor
+  (``own_latency_8B``, a perf variable of the same launch: ``experiments.own_costs``), with
+  a bound of at least ``own_floor`` (4.0: five times the baseline's own cost); its raw figure
+  then gets no ``$ref``: a machine's regime moves the raw figure and the floor alike (this
+  project's VM: the 8 B path 4x between regimes), and a raw bound wide enough for that would
+  miss what the own cost catches. The own cost moved 1.2-2.3x across those regimes; a
+  transport fallen back to TCP makes it 20-50x (docs/floors.md).
 
 Entries of checks that the selected sessions did not run are kept from the previous file.
 """
@@ -50,6 +57,12 @@ class Policy:
     #: 10x and more); every smaller change is ``commcheck compare``'s, on all launches and
     #: against the hardware floor.
     floor: float = 1.0
+    #: The narrowest bound of an own cost's reference (a key variable over its floor of the
+    #: same launch), as a slowdown factor minus 1: across this VM's regimes the own cost moved
+    #: up to 2.3x (the raw 8 B latency 4x), over TCP it grows 20-50x; 5x lies between both
+    #: with a margin of 2x or more on either side, so one launch's verdict does not depend on
+    #: the regime the baseline or the rerun ran in.
+    own_floor: float = 4.0
     mad_factor: float = 5.0
     spread_factor: float = 3.0
     all_variables: bool = False  #: every variable with a direction, not only the key ones
@@ -121,17 +134,20 @@ def load(path: Path) -> BaselineFile:
             from None
 
 
-def tolerance(values: list[float], direction: str, policy: Policy) -> tuple[float, float, float]:
+def tolerance(values: list[float], direction: str, policy: Policy,
+              own: bool = False) -> tuple[float, float, float]:
     """(median, MAD, bound as a fraction of the median) of one variable's launches.
 
     The bound is a slowdown factor 1 + r, r = max(floor, 5 x 1.4826 MAD / median, 3 x (the
     slowest baseline launch's factor - 1)): +r for a lower-is-better variable, -(1 - 1/(1 + r))
-    for a higher-is-better one (a factor 2 is +100 % latency or -50 % bandwidth)."""
+    for a higher-is-better one (a factor 2 is +100 % latency or -50 % bandwidth). ``floor``
+    is the policy's ``own_floor`` for an own cost (``own``), else its ``floor``."""
     med = statistics.median(values)
     mad = robust.mad(values, med)
     lower = direction == experiments.LOWER_IS_BETTER
     slowest = max(values) / med if lower else med / min(values)
-    excess = max(policy.floor, policy.mad_factor * robust.MAD_TO_SIGMA * mad / med,
+    excess = max(policy.own_floor if own else policy.floor,
+                 policy.mad_factor * robust.MAD_TO_SIGMA * mad / med,
                  policy.spread_factor * (slowest - 1))
     return med, mad, excess if lower else 1 - 1 / (1 + excess)
 
@@ -158,7 +174,8 @@ def compute(sessions: list[Session], system: str, policy: Policy,
             warn(f'{" ".join(key[2:])}: median {statistics.median(values):g} {first.unit} is not '
                  f'positive (no bound is a fraction of it); not baselined')
             continue
-        med, mad, tol = tolerance(values, direction, policy)
+        med, mad, tol = tolerance(values, direction, policy,
+                                  own=bool(experiments.own_cost_of(first.check, first.variable)))
         chosen.append(Variable(
             system=key.system, partition=key.partition, environ=key.environ, test=key.test,
             variable=key.variable,
@@ -190,12 +207,20 @@ def _index_key(value: str):
 
 
 def ref_entries(variables: list[Variable]) -> dict:
-    """``$ref`` entries: check -> {$index: [$partition, $environ, params...], nested levels}."""
+    """``$ref`` entries: check -> {$index: [$partition, $environ, params...], nested levels}.
+    Neither floors nor the raw figures whose own cost is referenced get one."""
     out: dict = {}
+    owned = set()
     for v in variables:
-        if experiments.floor_variable(v.variable):
-            continue        # the machine's figure: gated by `commcheck compare`, not ReFrame
+        cost_of = experiments.own_cost_of(experiments.check_of(v.test), v.variable)
+        if cost_of:
+            owned.add((v.partition, v.environ, v.test, cost_of[0]))
+    for v in variables:
         check = experiments.check_of(v.test)
+        if experiments.is_floor(check, v.variable):
+            continue        # the machine's figure: gated by `commcheck compare`, not ReFrame
+        if (v.partition, v.environ, v.test, v.variable) in owned:
+            continue        # referenced through its own cost over the floor
         params = index_of(v.test)
         entry = out.setdefault(check, {'$index': ['$partition', '$environ', *params]})
         level = entry.setdefault(f'{v.system}:{v.partition}', {}).setdefault(

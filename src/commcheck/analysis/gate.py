@@ -409,7 +409,7 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
     pairs_then = pair(then, base.get(fkey, [])) if comp.floor_variable else []
     pairs_now = pair(now, new.get(fkey, [])) if comp.floor_variable else []
     if min(len(pairs_then), len(pairs_now)) >= settings.min_samples:
-        fdir = experiments.floor_variable(comp.floor_variable).direction
+        fdir = experiments.direction(comp.check, comp.floor_variable)
         comp.cost = judge(cost_series(pairs_then, comp.direction),
                           cost_series(pairs_now, comp.direction), m, settings)
         comp.floor = judge(series([f for _, f in pairs_then], fdir),
@@ -472,12 +472,14 @@ def _floor_moved(c: Comparison) -> bool:
 
 def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
             settings: Settings = Settings()) -> list[Comparison]:
-    """One :class:`Comparison` per variable of ``new`` (floor variables are judged with the
-    variable they are the floor of, not on their own); keys absent from ``base`` say so."""
+    """One :class:`Comparison` per variable of ``new`` (floor variables and own costs are judged
+    with the variable they are the floor or cost of, not on their own); keys absent from
+    ``base`` say so."""
     out, todo = [], []
     for key in map(SampleKey._make, sorted(new)):
-        if experiments.floor_variable(key.variable):
-            continue
+        if (experiments.is_floor(key.check, key.variable)
+                or experiments.own_cost_of(key.check, key.variable)):
+            continue        # judged with the variable they are the floor or the cost of
         now, then = new[key], base.get(key, [])
         comp = Comparison(key=key, unit=now[0].unit,
                           direction=experiments.direction(key.check, key.variable, now[0].unit),

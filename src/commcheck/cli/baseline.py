@@ -20,6 +20,10 @@ def add_parsers(sub) -> None:
     base.add_argument('--floor', type=options.positive_number,
                       help="narrowest bound of ReFrame's one-launch reference, a slowdown "
                            f'factor minus 1 (default {Policy.floor}: gross breakage only)')
+    base.add_argument('--own-floor', type=options.positive_number,
+                      help="narrowest bound of the reference of a key variable's own cost over "
+                           f'its floor (own_latency_8B ...), a slowdown factor minus 1 (default '
+                           f'{Policy.own_floor}: wider than a regime moves it, narrower than TCP)')
     options.add_all(base)
     base.add_argument('--refs', type=options.output_dir,
                       help='reference directory (default: RFM_REFERENCE_PREFIX or '
@@ -41,7 +45,7 @@ def cmd_baseline(args) -> int:
         systems = [args.system]
     if len(systems) != 1:
         raise UserError(f'the sessions measured systems {systems}: choose one with --system')
-    given = {'min_samples': args.min_samples, 'floor': args.floor}
+    given = {'min_samples': args.min_samples, 'floor': args.floor, 'own_floor': args.own_floor}
     policy = baseline.Policy(all_variables=args.all,
                              **{k: v for k, v in given.items() if v is not None})
     variables = baseline.compute(sessions, systems[0], policy, store.warn_stderr)

@@ -34,6 +34,9 @@ def add_parsers(sub) -> None:
                        help='sessions with both cores shared with busy loops (gate)')
     bench.add_argument('--degraded', type=options.whole(0, 100), default=4,
                        help='sessions with Open MPI off shared memory (gate)')
+    bench.add_argument('--stencil', action='store_true',
+                       help="each launch also runs the stencil (S/R, 2 ranks, paired with its "
+                            "compute-only floor, the check's grid): time against floor_time (gate)")
     bench.add_argument('--ucx', action='store_true',
                        help="degraded sessions also put MPICH's UCX on TCP (gate)")
     bench.add_argument('--gap', type=options.positive_number, default=180.0,

@@ -2,7 +2,9 @@
 rule and the rule a site would script on ReFrame's ``--performance-compare``.
 
 Sessions are real: each is ``--launches`` launches per stack of ``pingpong-c`` (sizes 8 B,
-1 KiB, 1 MiB, the floor measured in every launch), the stacks alternating launch by launch,
+1 KiB, 1 MiB, the floor measured in every launch; with ``--stencil`` each launch also runs
+``stencil-c`` at 2 ranks, S/R, on the Stencil check's grid, every run paired with its
+compute-only floor: ``time`` against ``floor_time``), the stacks alternating launch by launch,
 and sessions are ``--gap`` seconds apart (default three minutes), so the machine's regime moves
 between sessions as it does between nightly runs. The kinds of session, in a fixed interleaved
 order after three clean ones:
@@ -54,12 +56,16 @@ from commcheck import experiments, paths
 from commcheck.analysis import gate, kernel_records
 from commcheck.errors import UserError
 from commcheck.results.store import Sample
+from commcheck.rfm.caches import host_last_level_cache
 from commcheck.site import discover, kbuild
 
 SIZES = (8, 1024, 1 << 20)
 VARIABLES = {'latency_8B': (8, 'oneway_us', 'us'), 'latency_1024B': (1024, 'oneway_us', 'us'),
              'bw_1048576B': (1 << 20, 'bw_MBps', 'MB/s')}
 TEST = 'PingPong %lang=c'
+#: --stencil: the Stencil test each launch also runs, and its variables' units.
+STENCIL_TEST = 'Stencil %variant=sr %ranks=2 %seq.lang=c'
+STENCIL_VARIABLES = {'time': 's', 'floor_time': 's'}
 ITERS = 400
 PER_SIDE = (5, 6, 8, 10, 12)
 BASELINE_SESSIONS = 3
@@ -102,6 +108,24 @@ def launch_with_stderr(stack, program: Path, binding: str,
     return values, done.stderr
 
 
+def stencil_launch(stack, program: Path, binding: str, extra_env: dict) -> dict[str, float]:
+    """One mpiexec of stencil-c as the Stencil check runs it at 2 ranks (its defaults, the grid
+    from this host's cache): the variant's median run and its compute-only floor's."""
+    n = experiments.grid_n(host_last_level_cache())
+    cmd = stack.mpi.record.launch_prefix(stack.mpi.launcher_command, 2, binding=binding,
+                                         oversubscribe=2 > (os.cpu_count() or 1))
+    done = subprocess.run([*cmd, str(program), '--variant', 'sr', '--n', str(n), '--steps',
+                           str(experiments.grid_steps(n)), '--baseline', 'yes', '--reps',
+                           str(experiments.default('Stencil', 'min_reps')), '--target-seconds',
+                           str(experiments.default('Stencil', 'target_seconds'))],
+                          capture_output=True, text=True, timeout=600,
+                          env={**kbuild.stack_environment(stack), **extra_env})
+    result = kernel_records.parse(done.stdout)['RESULT']
+    if done.returncode or not result or 'floor_time_s' not in result[0]:
+        raise UserError(f'stencil-c failed on {stack.id}: {done.stderr.strip()[-300:]}')
+    return {'time': float(result[0]['time_s']), 'floor_time': float(result[0]['floor_time_s'])}
+
+
 def busy_loops() -> list[subprocess.Popen]:
     """One busy-loop process per core: the machine slowed for real."""
     return [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
@@ -120,7 +144,11 @@ def run_session(index: int, kind: str, stacks, programs, binding: str, launches:
                 if kind == DEGRADED:
                     extra = {**DEGRADE, **(DEGRADE_UCX if ucx else {})}.get(
                         stack.mpi.flavour, {})
-                pools[stack.id].append(one_launch(stack, programs[stack.id], binding, extra))
+                launch = one_launch(stack, programs[stack.id]['pingpong-c'], binding, extra)
+                if 'stencil-c' in programs[stack.id]:
+                    launch.update(stencil_launch(stack, programs[stack.id]['stencil-c'],
+                                                 binding, extra))
+                pools[stack.id].append(launch)
     finally:
         for proc in loops:
             proc.kill()
@@ -149,16 +177,26 @@ def as_samples(session: dict, per_side: int, scale: float = 1.0) -> dict[tuple, 
     for stack_id, pool in session['launches'].items():
         for i, launch in enumerate(pool[:per_side]):
             for name, value in launch.items():
-                floor = experiments.floor_variable(name)
-                unit = floor.unit if floor else VARIABLES[name][2]
-                if not floor:
-                    value = value * scale if unit == 'us' else value / scale
-                key = ('local', 'default', stack_id, TEST, name)
+                test, unit = ((STENCIL_TEST, STENCIL_VARIABLES[name])
+                              if name in STENCIL_VARIABLES else (TEST, _unit(name)))
+                if not experiments.is_floor(experiments.check_of(test), name):
+                    value = value * scale if unit in ('us', 's') else value / scale
+                key = ('local', 'default', stack_id, test, name)
                 out.setdefault(key, []).append(Sample(
                     session=f's{session["index"]}', time=float(i), system='local',
-                    partition='default', environ=stack_id, test=TEST, variable=name,
+                    partition='default', environ=stack_id, test=test, variable=name,
                     value=value, unit=unit, result='pass'))
     return out
+
+
+def _unit(name: str) -> str:
+    floor = experiments.floor_variable(name)
+    return floor.unit if floor else VARIABLES[name][2]
+
+
+def _judged(key: tuple) -> bool:
+    """A key's variable is judged on its own (not a floor) by the rules kept for comparison."""
+    return not experiments.is_floor(experiments.check_of(key[3]), key[4])
 
 
 def merged(groups: list[dict]) -> dict[tuple, list[Sample]]:
@@ -171,13 +209,13 @@ def merged(groups: list[dict]) -> dict[tuple, list[Sample]]:
 
 def _worse(base: list[float], new: list[float], unit: str) -> float:
     ratio = statistics.median(new) / statistics.median(base)
-    return ratio - 1 if unit == 'us' else 1 / ratio - 1
+    return ratio - 1 if unit in ('us', 's') else 1 / ratio - 1
 
 
 def old_rule(base: dict, new: dict) -> set[tuple]:
     """The gate as it was (kept here only, for comparison): Mann-Whitney U on launches,
     Benjamini-Hochberg over the variables, flagged when the median is > 20 % worse."""
-    keys = [k for k in sorted(new) if k in base and not experiments.floor_variable(k[4])
+    keys = [k for k in sorted(new) if k in base and _judged(k)
             and min(len(base[k]), len(new[k])) >= OLD_MIN_SAMPLES]
     pvalues = []
     for k in keys:
@@ -191,7 +229,7 @@ def old_rule(base: dict, new: dict) -> set[tuple]:
 
 def peer_rule(base: dict, new: dict, threshold: float) -> set[tuple]:
     """``reframe --performance-compare`` scripted: the median moved > threshold the worse way."""
-    return {k for k in new if k in base and not experiments.floor_variable(k[4])
+    return {k for k in new if k in base and _judged(k)
             and _worse([s.value for s in base[k]], [s.value for s in new[k]],
                        new[k][0].unit) > threshold}
 
@@ -339,8 +377,11 @@ def record_sessions(args, stacks, binding: str) -> list[dict]:
     kinds = schedule(args.clean, args.slowed, args.degraded)
     sessions = []
     with tempfile.TemporaryDirectory(prefix='commcheck-gate-') as tmp:
-        programs = {s.id: kbuild.cmake_build(s, Path(tmp) / s.id, targets=('pingpong-c',))
-                    / 'pingpong-c' for s in stacks}
+        wanted = ('pingpong-c', *(('stencil-c',) if args.stencil else ()))
+        programs = {}
+        for s in stacks:
+            built = kbuild.cmake_build(s, Path(tmp) / s.id, targets=wanted)
+            programs[s.id] = {p: built / p for p in wanted}
         for i, kind in enumerate(kinds):
             if i:
                 time.sleep(args.gap)

@@ -139,14 +139,36 @@ def floor_variables(check) -> dict:
     beside its MPI figures. A launch without one (``FLOOR kind=none``, a managed language) gets
     a note saying why, and no floor variable."""
     if check.lang not in experiments.FLOOR_LANGUAGES:
-        check.notes = check.notes + ['no floor: managed language']
-        return {}
+        return no_floor(check, 'managed language')
     rows = _stdout_records(check)['FLOOR']
     measured = [r for r in rows if r.get('kind') != 'none']
     if not measured:
-        why = rows[0].get('reason', 'not measured') if rows else 'no FLOOR record'
-        check.notes = check.notes + [f'no floor: {why}']
-        return {}
+        return no_floor(check, rows[0].get('reason', 'not measured') if rows else
+                        'no FLOOR record')
     return {fv.variable(int(r['size'])): perf_record(check, 'FLOOR', fv.field, fv.unit,
                                                      size=r['size'])
             for r in measured for fv in experiments.FLOOR_VARIABLES}
+
+
+def no_floor(check, why: str | None = None) -> dict:
+    """Notes ``no floor: <why>`` on a launch whose figures have no floor (by default why its
+    check has none, as the experiments table says); no floor variables (an empty dict)."""
+    why = why or experiments.BY_CHECK[type(check).__name__].no_floor
+    check.notes = check.notes + [f'no floor: {why}']
+    return {}
+
+
+def with_own_costs(check, variables: dict) -> dict:
+    """``variables`` and, for each key variable of the check whose floor is among them, its
+    own cost over that floor (``experiments.own_costs``: ``own_latency_8B``, a factor, worse
+    up), a deferred expression of the two: ReFrame's ``$ref`` bounds it in one launch, where a
+    machine's regime moves the raw figure and its floor alike."""
+    name = type(check).__name__
+    own = {}
+    for cost, variable, floor in experiments.own_costs(name):
+        if variable in variables and floor in variables:
+            lower = experiments.direction(name, variable) == experiments.LOWER_IS_BETTER
+            ratio = (variables[variable] / variables[floor] if lower else
+                     variables[floor] / variables[variable])
+            own[cost] = sn.make_performance_function(ratio, 'x')
+    return {**variables, **own}

@@ -9,6 +9,7 @@
 program stencil
   CC_USE_MPI
   use, intrinsic :: iso_fortran_env, only: output_unit, int64, real64
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_associated
   use cc_util
   use stencil_options
   use stencil_problem
@@ -31,13 +32,15 @@ program stencil
   real(real64) :: t0, th, thalo, share, time_s, updates, sums(2), verify_s
   real(real64) :: times(MAX_REPS)
   integer :: reps
-  ! --baseline: the sequential runs' own arrays, their times and each pair's ratio; which
-  ! variant, and whether the window, the run at hand uses
+  ! --baseline: the compute-only runs' own arrays (1 rank: the sequential run's), their times
+  ! and each pair's ratio; which variant, and whether the window, the run at hand uses
   real(real64), pointer, contiguous :: b(:, :, :) => null(), par(:, :, :)
   real(real64) :: seq_times(MAX_REPS), ratios(MAX_REPS)
   character(len=:), allocatable :: run_variant
   logical :: run_win
   integer :: seq_cur
+  ! At more ranks, the floor's runs couple each step to the node's neighbours (cc_stepsync.h)
+  type(c_ptr) :: coupling = c_null_ptr
 
   call cc_init()
   rank = cc_rank()
@@ -123,11 +126,11 @@ contains
   ! a problem larger than the node's memory is a usage error.
   subroutine setup_storage()
     integer :: ierr
-    ! A node holds its ranks' blocks (and the baseline's, at 1 rank); rank 0 also the
-    ! reference's two global arrays.
+    ! A node holds its ranks' blocks (and with --baseline the twins' blocks, and at more than
+    ! 1 rank the references of the twins' blocks); rank 0 also the reference's global arrays.
     too_big = .false.
     if (rank == 0) too_big = cc_exceeds_memory(16.0_real64 * (bx + 2) * (by + 2) * &
-      (shared_size + merge(1, 0, o%baseline)) + &
+      shared_size * (1 + merge(merge(2, 1, nprocs > 1), 0, o%baseline)) + &
       merge(16.0_real64 * real(n + 2, real64)**2, 0.0_real64, o%verify))
     call MPI_Bcast(too_big, 1, MPI_LOGICAL, 0, MPI_COMM_WORLD, ierr)
     call cc_check(ierr, 'MPI_Bcast')
@@ -142,6 +145,7 @@ contains
       allocate(a(0:bx + 1, 0:by + 1, 0:1))
     end if
     if (o%baseline) allocate(b(0:bx + 1, 0:by + 1, 0:1))
+    if (o%baseline .and. nprocs > 1) coupling = stepsync_open(shared, nbr)
 
     ! A row (fixed i) is strided in Fortran's column-major storage; a column is contiguous.
     call MPI_Type_vector(by, 1, bx + 2, MPI_DOUBLE_PRECISION, row, ierr)
@@ -163,7 +167,10 @@ contains
         'verify_s = rank 0''s time to compute the independent sequential reference, receive every ' // &
         'block and compare every cell (after the loop, not in time_s); with --baseline: ' // &
         'seq_time_s = the median sequential run, each run just before one of the variant''s, ' // &
-        'seq_ratio = the median of each pair''s sequential/variant time'
+        'seq_ratio = the median of each pair''s sequential/variant time (1 rank), ' // &
+        'floor_time_s = the median compute-only run (more ranks: the same steps on each ' // &
+        'rank''s block without the halo exchange, each just before one of the variant''s, ' // &
+        'its time the max over ranks)'
       write(output_unit, '(a)') '# Fortran: one update subroutine on explicit-shape arrays for ' // &
         'every variant, so variants differ only in the exchange; shm/shmnc/hybrid map their own ' // &
         'and their neighbours'' window segments with c_f_pointer (the pointer-access cost itself ' // &
@@ -180,8 +187,10 @@ contains
   subroutine print_result()
     character(len=:), allocatable :: baseline
     baseline = ''
-    if (o%baseline) baseline = ' seq_time_s=' // cc_fixed(median(seq_times(1:reps)), 6) // &
-      ' seq_ratio=' // cc_fixed(median(ratios(1:reps)), 4)
+    if (o%baseline .and. nprocs == 1) baseline = ' seq_time_s=' // &
+      cc_fixed(median(seq_times(1:reps)), 6) // ' seq_ratio=' // cc_fixed(median(ratios(1:reps)), 4)
+    if (o%baseline .and. nprocs > 1) baseline = ' floor_time_s=' // &
+      cc_fixed(median(seq_times(1:reps)), 6)
     updates = real(n, real64) * real(n, real64) * real(o%steps, real64)
     write(output_unit, '(a)') 'RESULT time_s=' // cc_fixed(time_s, 6) // ' step_us=' // &
       cc_fixed(time_s / real(o%steps, real64) * 1.0e6_real64, 3) // ' halo_share=' // &
@@ -206,6 +215,7 @@ contains
       deallocate(a)
     end if
     if (associated(b)) deallocate(b)
+    if (c_associated(coupling)) call stepsync_close(coupling)
     if (o%variant == 'hybrid' .and. o%node_size > 0) then
       call MPI_Comm_free(node, ierr)
       call cc_check(ierr, 'MPI_Comm_free')
@@ -243,6 +253,8 @@ contains
       call add_sources(a(:, :, cur))
       th = MPI_Wtime()
       select case (run_variant)
+      case ('seq')
+        if (c_associated(coupling)) call stepsync_step(coupling)
       case ('sr', 'hybrid')
         call exchange_sr(a(:, :, cur), bx, by, sr_nbr, pi, pj, row)
       case ('nb')
@@ -261,13 +273,15 @@ contains
 
   ! Runs of the steps until there are o%reps of them and their times (max over ranks, the
   ! same on every rank, so every rank stops together) add up to o%target_s; times(1:reps)
-  ! sorted; share is the largest halo share of any rank. With --baseline (1 rank), a
-  ! sequential run on its own arrays precedes each run: a pair, timed back to back, so their
-  ! ratio does not depend on what the machine did between launches.
+  ! sorted; share is the largest halo share of any rank. With --baseline, a compute-only run
+  ! on its own arrays precedes each run: a pair, timed back to back, so their ratio does not
+  ! depend on what the machine did between launches. At 1 rank it is the sequential run and
+  ! must end with the variant's field; at more, each rank's block computed alone, checked cell
+  ! by cell against the block's own reference.
   subroutine repeated_steps(times, reps, share)
     real(real64), intent(out) :: times(:), share
     integer, intent(out) :: reps
-    real(real64) :: tr, ts, total, halo, loop
+    real(real64) :: tr, ts, total, halo, loop, both(2)
     reps = 0
     total = 0
     halo = 0
@@ -278,8 +292,11 @@ contains
       tr = timed_steps()
       halo = halo + thalo
       loop = loop + tr
-      call MPI_Allreduce(MPI_IN_PLACE, tr, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
+      both = [tr, ts]     ! the variant's run and its twin's, each the max over ranks
+      call MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
       call cc_check(ierr, 'MPI_Allreduce')
+      tr = both(1)
+      ts = both(2)
       reps = reps + 1
       times(reps) = tr
       seq_times(reps) = ts
@@ -296,15 +313,19 @@ contains
     call insertion_sort(ratios(1:reps))
     ! The baseline computed the variant's field, bit for bit (1 rank: one block, the same
     ! sources and update), or the job fails: a ratio is only shown between runs of the same work.
-    if (o%baseline) then
+    if (o%baseline .and. nprocs > 1) then
+      call verify_alone(b(:, :, seq_cur), bx, by, row0, col0, n, o%steps)
+    else if (o%baseline) then
       if (any(block_sums(b(:, :, seq_cur)) /= block_sums(a(:, :, cur)))) &
         call cc_validation_error('the baseline''s sequential run ended with another total ' // &
                                  'heat or checksum than the variant''s')
     end if
   end subroutine
 
-  ! One run of the sequential steps on the baseline's arrays (the whole grid at 1 rank, no
-  ! exchange, no window); the variant's arrays and result are left as they were.
+  ! One compute-only run on the baseline's arrays: this rank's block (the whole grid at 1
+  ! rank: the sequential run), the same sources and updates, no exchange, no window, its
+  ! ghosts 0, each step coupled to the node's neighbours as the exchange couples it (more
+  ! ranks: cc_stepsync.h); the variant's arrays and result are left as they were.
   function sequential_steps() result(ts)
     real(real64) :: ts
     integer :: kept

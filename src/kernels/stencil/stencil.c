@@ -103,6 +103,7 @@ struct run {
     const int *sr_nbr;
     MPI_Datatype column;
     const struct shm *shm;
+    struct cc_stepsync *sync; /* the floor's runs at more ranks: the steps' coupling */
 };
 
 /* Sources go in before the halo exchange, so a source on a block edge reaches the
@@ -133,7 +134,9 @@ static double timed_steps(const struct run *r, double *thalo, int *cur)
         double *aold = r->base + *cur * nd, *anew = r->base + (1 - *cur) * nd;
         add_sources(blk, aold);
         double th = MPI_Wtime();
-        if (v == V_SR || v == V_HYBRID)
+        if (v == V_SEQ && r->sync)
+            cc_stepsync_step(r->sync);
+        else if (v == V_SR || v == V_HYBRID)
             exchange_sr(blk, aold, r->sr_nbr, r->pi, r->pj, r->column);
         else if (v == V_NB)
             exchange_nb(blk, aold, r->sr_nbr, r->column);
@@ -175,21 +178,24 @@ struct timings {
 
 /* Runs of the steps until there are o->reps of them and their times (max over ranks, the
  * same on every rank, so every rank stops together) add up to o->target_s. With a baseline
- * (seq: 1 rank), a sequential run on its own arrays precedes each run: a pair, timed
- * back to back, so their ratio does not depend on what the machine did between launches. */
+ * (seq), a compute-only run on the twin's own arrays precedes each run: a pair, timed back
+ * to back, so their ratio does not depend on what the machine did between launches. At 1
+ * rank the twin is the sequential run and must end with the variant's field; at more, each
+ * rank's block computed alone, checked cell by cell against the block's own reference. */
 static void repeated_steps(const struct run *r, const struct run *seq, struct timings *tm,
                            int *cur)
 {
     int reps = 0, scur = 0;
     double total = 0.0, halo = 0.0, loop = 0.0;
     do {
-        double thalo, ts = 0.0;
+        double thalo, both[2] = {0.0, 0.0}; /* the variant's run, then its twin's */
         if (seq)
-            ts = timed_steps(seq, &thalo, &scur);
-        double t = timed_steps(r, &thalo, cur);
+            both[1] = timed_steps(seq, &thalo, &scur);
+        both[0] = timed_steps(r, &thalo, cur);
         halo += thalo;
-        loop += t;
-        CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        loop += both[0];
+        CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        double t = both[0], ts = both[1];
         tm->seq_times[reps] = ts;
         tm->ratios[reps] = ts / t;
         tm->times[reps++] = t;
@@ -201,17 +207,23 @@ static void repeated_steps(const struct run *r, const struct run *seq, struct ti
     qsort(tm->times, (size_t)reps, sizeof(double), cc_compare_doubles);
     qsort(tm->seq_times, (size_t)reps, sizeof(double), cc_compare_doubles);
     qsort(tm->ratios, (size_t)reps, sizeof(double), cc_compare_doubles);
-    if (seq)
+    if (seq && cc_size() == 1)
         check_baseline(r, *cur, seq, scur);
+    else if (seq)
+        verify_alone(seq->blk, seq->base + (size_t)scur * seq->nd, r->o->n, r->o->steps);
 }
 
-/* The sequential twin of a run, on arrays of its own (NULL without --baseline): the same
- * block (the whole grid at 1 rank), no exchange, no window. */
-static struct run sequential_twin(const struct run *r)
+/* The compute-only twin of a run, on arrays of its own (NULL without --baseline): the same
+ * block (the whole grid at 1 rank: the sequential run), the same sources and updates, no
+ * exchange, no window; its ghosts stay 0. At more ranks it is the floor of the variant's
+ * time: what the same ranks take for the same steps without the halo exchange, each step
+ * coupled to the neighbours in the node as the exchange couples it (cc_stepsync.h). */
+static struct run sequential_twin(const struct run *r, MPI_Comm shared, const int nbr[4])
 {
     struct run seq = *r;
     seq.variant = V_SEQ;
     seq.windowed = 0;
+    seq.sync = r->o->baseline && cc_size() > 1 ? cc_stepsync_open(shared, nbr) : NULL;
     seq.base = r->o->baseline ? cc_malloc(2 * r->nd * sizeof(double), "the baseline's grid")
                               : NULL;
     return seq;
@@ -251,12 +263,12 @@ static int nodes(const struct options *o, int windowed, MPI_Comm *shared, int *s
     return node_size;
 }
 
-/* A node holds its ranks' blocks (and the baseline's, at 1 rank); rank 0 also the
- * reference's two global arrays. */
+/* A node holds its ranks' blocks (and with --baseline the twins' blocks, and at more than 1
+ * rank the references of the twins' blocks); rank 0 also the reference's two global arrays. */
 static void refuse_oversize(const struct options *o, size_t nd, int shared_size)
 {
-    int n = o->n;
-    double blocks = 16.0 * (double)nd * (shared_size + o->baseline);
+    int n = o->n, twins = o->baseline ? (cc_size() > 1 ? 2 : 1) : 0;
+    double blocks = 16.0 * (double)nd * shared_size * (1 + twins);
     double reference = o->verify ? 16.0 * (n + 2.0) * (n + 2.0) : 0.0;
     int too_big = cc_rank() == 0 && cc_exceeds_memory(blocks + reference);
     CC_CHECK(MPI_Bcast(&too_big, 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -292,7 +304,10 @@ static void print_header(void)
            "verify_s = rank 0's time to compute the independent sequential reference, receive "
            "every block and compare every cell (after the loop, not in time_s); with "
            "--baseline: seq_time_s = the median sequential run, each run just before one of "
-           "the variant's, seq_ratio = the median of each pair's sequential/variant time\n");
+           "the variant's, seq_ratio = the median of each pair's sequential/variant time (1 "
+           "rank), floor_time_s = the median compute-only run (more ranks: the same steps on "
+           "each rank's block without the halo exchange, each just before one of the "
+           "variant's, its time the max over ranks)\n");
     fflush(stdout);
 }
 
@@ -314,9 +329,11 @@ static void report(const struct options *o, const struct timings *tm, const doub
            time_s, time_s / o->steps * 1e6, tm->share, updates / time_s / 1e9,
            16.0 * updates / time_s / 1e9, sums[0], sums[1], verify_s, o->verify, reps,
            tm->times[0], tm->times[reps - 1]);
-    if (o->baseline)
+    if (o->baseline && cc_size() == 1)
         printf(" seq_time_s=%.6f seq_ratio=%.4f", median(tm->seq_times, reps),
                median(tm->ratios, reps));
+    else if (o->baseline)
+        printf(" floor_time_s=%.6f", median(tm->seq_times, reps));
     printf("\n");
     if (o->verify)
         printf("PASS validated=%lld\n", validated);
@@ -363,7 +380,7 @@ int main(int argc, char **argv)
     struct run run = {.o = &o, .variant = o.variant, .blk = &blk, .base = base, .nd = nd,
                       .windowed = windowed, .pi = pi, .pj = pj, .sr_nbr = sr_nbr,
                       .column = column, .shm = &shm};
-    struct run seq = sequential_twin(&run);
+    struct run seq = sequential_twin(&run, shared, nbr);
     struct timings *tm = cc_malloc(sizeof *tm, "the run times");
     int cur;
     repeated_steps(&run, seq.base ? &seq : NULL, tm, &cur);
@@ -388,6 +405,7 @@ int main(int argc, char **argv)
 
     free(tm);
     free(seq.base);
+    cc_stepsync_close(seq.sync);
     CC_CHECK(MPI_Type_free(&column));
     if (windowed)
         shm_free(&shm);

@@ -3,6 +3,7 @@
 #ifndef STENCIL_H
 #define STENCIL_H
 
+#include "cc_stepsync.h"
 #include "cc_util.h"
 #include "problem.h"
 
@@ -14,7 +15,7 @@ struct options {
     int n, steps, node_size, verify, inject;
     int reps;              /* at least this many timed runs of the steps */
     double target_s;       /* and more until their times add up to this */
-    int baseline;          /* 1 rank: a sequential run before each run of the variant */
+    int baseline;          /* a compute-only run (1 rank: sequential) before each run */
 };
 
 /* Timed runs of the steps are repeated up to this many times at most. */
@@ -56,5 +57,10 @@ void shm_free(struct shm *s);
  * difference); returns the number of cells compared, on rank 0. */
 long long verify_grid(const block_t *b, const double *a, int n, int steps, const double sums[2],
                       int px, int py);
+
+/* verify.c: every cell of a block computed alone (the floor's compute-only run: no halo,
+ * ghosts 0) against the independent reference of that block alone (exit 3 on the first
+ * difference). */
+void verify_alone(const block_t *b, const double *a, int n, int steps);
 
 #endif

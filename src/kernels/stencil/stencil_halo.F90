@@ -6,12 +6,12 @@
 module stencil_halo
   CC_USE_MPI
   use, intrinsic :: iso_fortran_env, only: real64
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer, c_int
   use cc_util
   implicit none
   private
   public :: NORTH, SOUTH, WEST, EAST, peer_grid, exchange_sr, exchange_nb, shm_alloc, &
-            shm_fence, halo_shm, shm_free
+            shm_fence, halo_shm, shm_free, stepsync_open, stepsync_step, stepsync_close
 
   integer, parameter :: NORTH = 1, SOUTH = 2, WEST = 3, EAST = 4
 
@@ -20,7 +20,32 @@ module stencil_halo
     real(real64), pointer, contiguous :: a(:, :, :) => null()
   end type
 
+  ! The steps' coupling of the floor's runs (common/cc_stepsync.h), shared with stencil-c.
+  interface
+    type(c_ptr) function stepsync_open_c(shared, nbr) bind(C, name='cc_stepsync_open_f')
+      import :: c_ptr, c_int
+      integer(c_int), value :: shared
+      integer(c_int), intent(in) :: nbr(4)
+    end function
+    subroutine stepsync_step(s) bind(C, name='cc_stepsync_step_f')
+      import :: c_ptr
+      type(c_ptr), value :: s
+    end subroutine
+    subroutine stepsync_close(s) bind(C, name='cc_stepsync_close_f')
+      import :: c_ptr
+      type(c_ptr), value :: s
+    end subroutine
+  end interface
+
 contains
+
+  ! Collective over `shared` (the ranks sharing memory): the coupling of each step to the
+  ! neighbours in nbr (world ranks, MPI_PROC_NULL: none) that share it.
+  type(c_ptr) function stepsync_open(shared, nbr)
+    CC_COMM, intent(in) :: shared
+    integer, intent(in) :: nbr(4)
+    stepsync_open = stepsync_open_c(int(CC_FINT(shared), c_int), int(nbr, c_int))
+  end function
 
   ! A segment of the window as a (0:bx+1, 0:by+1, 0:1) array: a rank's old and new arrays.
   subroutine map_grid(p, bx, by, grid)

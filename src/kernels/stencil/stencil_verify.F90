@@ -10,7 +10,9 @@ module stencil_verify
   use stencil_reference
   implicit none
   private
-  public :: verify_grid
+  public :: verify_grid, verify_alone
+
+  character(len=*), parameter :: GLOBAL = 'independent sequential reference'
 
   ! Same operations in the same order give the same bits; the tolerance only leaves room for
   ! a compiler that contracts a*b+c into one instruction in one code and not in the other.
@@ -51,12 +53,13 @@ contains
       call cc_abort(CC_EXIT_USAGE)
     end if
     allocate(got(bx, by))
-    call compare_block(ref, aold(1:bx, 1:by), 0, 0, 0)
+    call compare_block(ref(1:bx, 1:by), aold(1:bx, 1:by), 0, 0, 0, GLOBAL)
     do r = 1, px * py - 1
       call MPI_Recv(got, bx * by, MPI_DOUBLE_PRECISION, r, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE, &
                     ierr)
       call cc_check(ierr, 'MPI_Recv')
-      call compare_block(ref, got, r / py * bx, mod(r, py) * by, r)
+      call compare_block(ref(r / py * bx + 1:(r / py + 1) * bx, mod(r, py) * by + 1:&
+        (mod(r, py) + 1) * by), got, r / py * bx, mod(r, py) * by, r, GLOBAL)
     end do
     want = reference_sums(n, ref)
     call compare_sum('total_heat', sums(1), want(1))
@@ -64,12 +67,14 @@ contains
     validated = int(n, int64) * n
   end function
 
-  ! `owner`'s block interior, whose cell (1, 1) is global (row0+1, col0+1). On a difference it
-  ! names the first cell that differs (scanning columns), how many do, and the one that differs
-  ! most: a missing halo shows as a small error far into the block and a large one at its edge.
-  subroutine compare_block(ref, got, row0, col0, owner)
-    real(real64), intent(in) :: ref(0:, 0:), got(:, :)
+  ! `owner`'s block interior got, whose cell (1, 1) is global (row0+1, col0+1), against ref,
+  ! what its cells must hold (the same shape; `what` names it). On a difference it names the
+  ! first cell that differs (scanning columns), how many do, and the one that differs most: a
+  ! missing halo shows as a small error far into the block and a large one at its edge.
+  subroutine compare_block(ref, got, row0, col0, owner, what)
+    real(real64), intent(in) :: ref(:, :), got(:, :)
     integer, intent(in) :: row0, col0, owner
+    character(len=*), intent(in) :: what
     integer :: i, j, first(2), worst(2)
     integer(int64) :: bad
     real(real64) :: most
@@ -79,17 +84,17 @@ contains
     worst = 0
     do j = 1, size(got, 2)
       do i = 1, size(got, 1)
-        if (.not. differs(got(i, j), ref(row0 + i, col0 + j))) cycle
+        if (.not. differs(got(i, j), ref(i, j))) cycle
         bad = bad + 1
         if (bad == 1) first = [i, j]
-        if (.not. (abs(got(i, j) - ref(row0 + i, col0 + j)) <= most)) then   ! NaN: the most
-          most = abs(got(i, j) - ref(row0 + i, col0 + j))
+        if (.not. (abs(got(i, j) - ref(i, j)) <= most)) then   ! NaN: the most
+          most = abs(got(i, j) - ref(i, j))
           worst = [i, j]
         end if
       end do
     end do
     if (bad == 0) return
-    call cc_validation_error(cell(first, .true.) // ' (independent sequential reference); ' // &
+    call cc_validation_error(cell(first, .true.) // ' (' // what // '); ' // &
       cc_str(bad) // ' of its ' // cc_str(size(got, kind=int64)) // ' cells differ, the most ' // &
       cell(worst, .false.))
   contains
@@ -100,8 +105,26 @@ contains
       text = 'cell (' // cc_str(row0 + ij(1)) // ', ' // cc_str(col0 + ij(2)) // ')'
       if (named) text = text // ' of rank ' // cc_str(owner) // '''s block'
       text = text // ': got ' // cc_g17(got(ij(1), ij(2))) // ', expected ' // &
-        cc_g17(ref(row0 + ij(1), col0 + ij(2)))
+        cc_g17(ref(ij(1), ij(2)))
     end function
+  end subroutine
+
+  ! Every cell of a block computed alone (the floor's compute-only run: no halo, ghosts 0)
+  ! against the independent reference of that block alone; the first difference exits 3.
+  subroutine verify_alone(aold, bx, by, row0, col0, n, steps)
+    integer, intent(in) :: bx, by, row0, col0, n
+    real(real64), intent(in) :: aold(0:bx + 1, 0:by + 1)
+    integer(int64), intent(in) :: steps
+    real(real64), allocatable :: ref(:, :)
+    integer :: stat
+    call reference_block(n, steps, row0, col0, bx, by, ref, stat)
+    if (stat /= 0) then
+      write(error_unit, '(a)') 'ERROR: cannot allocate the floor''s reference block for --n ' &
+        // cc_str(n)
+      call cc_abort(CC_EXIT_USAGE)
+    end if
+    call compare_block(ref(1:bx, 1:by), aold(1:bx, 1:by), row0, col0, cc_rank(), &
+                       'the floor: the block alone, border 0, independent reference')
   end subroutine
 
   subroutine compare_sum(what, got, want)

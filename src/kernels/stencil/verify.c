@@ -16,18 +16,19 @@ static int differs(double got, double want)
 }
 
 /* The rows x cols interior of `owner`'s block, whose cell (1, 1) is global (row0+1, col0+1);
- * got[i * ld + j] is its cell (i+1, j+1). On a difference it names the first cell that differs
- * (scanning rows), how many do, and the one that differs most: a missing halo shows as a
- * small error far into the block and a large one at its edge. */
-static void compare_block(const double *ref, int n, const double *got, int rows, int cols,
-                          size_t ld, int row0, int col0, int owner)
+ * got[i * ld + j] is its cell (i+1, j+1), ref[i * rld + j] what that cell must hold. On a
+ * difference it names the first cell that differs (scanning rows), how many do, and the one
+ * that differs most: a missing halo shows as a small error far into the block and a large one
+ * at its edge. `what` names the reference. */
+static void compare_block(const double *ref, size_t rld, const double *got, size_t ld, int rows,
+                          int cols, int row0, int col0, int owner, const char *what)
 {
     long long bad = 0;
     size_t first[2] = {0, 0}, worst[2] = {0, 0};
     double most = -1.0;
     for (size_t i = 0; i < (size_t)rows; i++)
         for (size_t j = 0; j < (size_t)cols; j++) {
-            double want = ref[(row0 + 1 + i) * (size_t)(n + 2) + col0 + 1 + j];
+            double want = ref[i * rld + j];
             double diff = fabs(got[i * ld + j] - want);
             if (!differs(got[i * ld + j], want))
                 continue;
@@ -40,13 +41,19 @@ static void compare_block(const double *ref, int n, const double *got, int rows,
         return;
     size_t fi = first[0], fj = first[1], wi = worst[0], wj = worst[1];
     cc_validation_error("cell (%zu, %zu) of rank %d's block: got %.17g, expected %.17g "
-                        "(independent sequential reference); %lld of its %d cells differ, the "
-                        "most cell (%zu, %zu): got %.17g, expected %.17g",
-                        row0 + 1 + fi, col0 + 1 + fj, owner, got[fi * ld + fj],
-                        ref[(row0 + 1 + fi) * (size_t)(n + 2) + col0 + 1 + fj], bad, rows * cols,
-                        row0 + 1 + wi, col0 + 1 + wj, got[wi * ld + wj],
-                        ref[(row0 + 1 + wi) * (size_t)(n + 2) + col0 + 1 + wj]);
+                        "(%s); %lld of its %d cells differ, the most cell (%zu, %zu): got "
+                        "%.17g, expected %.17g", row0 + 1 + fi, col0 + 1 + fj, owner,
+                        got[fi * ld + fj], ref[fi * rld + fj], what, bad, rows * cols,
+                        row0 + 1 + wi, col0 + 1 + wj, got[wi * ld + wj], ref[wi * rld + wj]);
 }
+
+/* Cell (1, 1) of `owner`'s block in the global reference grid. */
+static const double *global_at(const double *ref, int n, int row0, int col0)
+{
+    return ref + (size_t)(row0 + 1) * (size_t)(n + 2) + (size_t)col0 + 1;
+}
+
+static const char *const GLOBAL = "independent sequential reference";
 
 /* A rank other than 0 sends its block's interior and waits for rank 0 without spinning:
  * on a full node the waiting ranks would take the cores rank 0's reference needs. */
@@ -80,10 +87,13 @@ long long verify_grid(const block_t *b, const double *a, int n, int steps, const
         fprintf(stderr, "ERROR: cannot allocate the reference grid for --n %d\n", n);
         cc_abort(CC_EXIT_USAGE);
     }
-    compare_block(ref, n, &AT(b, a, 1, 1), b->bx, b->by, (size_t)b->ld, 0, 0, 0);
+    compare_block(global_at(ref, n, 0, 0), (size_t)n + 2, &AT(b, a, 1, 1), (size_t)b->ld,
+                  b->bx, b->by, 0, 0, 0, GLOBAL);
     for (int r = 1; r < px * py; r++) {
         CC_CHECK(MPI_Recv(got, b->bx * b->by, MPI_DOUBLE, r, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        compare_block(ref, n, got, b->bx, b->by, (size_t)b->by, r / py * b->bx, r % py * b->by, r);
+        int row0 = r / py * b->bx, col0 = r % py * b->by;
+        compare_block(global_at(ref, n, row0, col0), (size_t)n + 2, got, (size_t)b->by, b->bx,
+                      b->by, row0, col0, r, GLOBAL);
     }
 
     double want[2];
@@ -97,4 +107,17 @@ long long verify_grid(const block_t *b, const double *a, int n, int steps, const
     free(got);
     free(ref);
     return (long long)n * n;
+}
+
+void verify_alone(const block_t *b, const double *a, int n, int steps)
+{
+    double *ref = reference_block(n, steps, b->bx, b->by, b->row0, b->col0);
+    if (!ref) {
+        fprintf(stderr, "ERROR: cannot allocate the floor's reference block for --n %d\n", n);
+        cc_abort(CC_EXIT_USAGE);
+    }
+    compare_block(ref + b->by + 3, (size_t)b->by + 2, &AT(b, a, 1, 1), (size_t)b->ld, b->bx,
+                  b->by, b->row0, b->col0, cc_rank(),
+                  "the floor: the block alone, border 0, independent reference");
+    free(ref);
 }
