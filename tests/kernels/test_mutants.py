@@ -132,7 +132,8 @@ C_MAIN, F_MAIN = 'stencil/stencil.c', 'stencil/stencil.F90'
 # The floor's pairs, as the check runs them (every rank count, --baseline yes)
 FLOOR_PAIRED = (stencil('sr', (4, (*STENCIL_TEST, '--baseline', 'yes')),
                         (2, (*STENCIL_CHECK, '--baseline', 'yes')))
-                + stencil('shm', (1, (*STENCIL_CHECK, '--baseline', 'yes'))))
+                + stencil('shm', (4, (*STENCIL_TEST, '--baseline', 'yes')),
+                          (1, (*STENCIL_CHECK, '--baseline', 'yes'))))
 
 STENCIL_MUTANTS = [
     # no halo exchange at all

@@ -145,8 +145,9 @@ class Pair:
         """log(new / old) of the floor, worse +; None without floors."""
         if not (self.old_floor and self.new_floor):
             return None
-        fv = experiments.floor_variable(self.old_floor.variable)
-        return gate._worse_up(self.new_floor.value / self.old_floor.value, fv.direction)
+        floor = self.old_floor
+        way = experiments.direction(floor.check, floor.variable, floor.unit)
+        return gate._worse_up(self.new_floor.value / floor.value, way)
 
 
 def adjacent(old: list[Sample], new: list[Sample]) -> list[tuple[Sample, Sample]]:

@@ -26,6 +26,25 @@ def add_parsers(sub) -> None:
                        default='pingpong')
     bench.add_argument('--iters', type=options.whole(1, KERNEL_MAX_ITERS), default=20000,
                        help='round trips per launch (pingpong)')
+    _gate_options(bench)
+    bench.add_argument('--per-kind', type=options.whole(1, 1000), default=20,
+                       help='sessions of each kind: A/A, +2/5/10/20 %%, A/A with busy loops '
+                            '(upgrade)')
+    bench.add_argument('--pairs', type=options.whole(1, 1000), default=16,
+                       help='pairs of launches per stack in each session (upgrade)')
+    bench.add_argument('--json', type=options.output_file,
+                       help='where the launches go (gate; default reports/bench/gate-<time>.json)')
+    bench.add_argument('--rejudge', type=options.existing_file, metavar='FILE',
+                       help='judge the launches a previous run recorded (its --json) under '
+                            'the current rules, launching nothing (gate)')
+    bench.add_argument('--stack', type=options.name,
+                       help='one stack (default: the Debian MPICH and Open MPI)')
+    _history_options(bench)
+    bench.set_defaults(func=cmd_bench)
+
+
+def _gate_options(bench) -> None:
+    """The options of ``bench gate`` (some shared with the others, as their help says)."""
     bench.add_argument('--launches', type=options.whole(1, 100000), default=12,
                        help='launches per stack in each session (gate; at least 3)')
     bench.add_argument('--clean', type=options.whole(1, 1000), default=24,
@@ -41,18 +60,10 @@ def add_parsers(sub) -> None:
                        help="degraded sessions also put MPICH's UCX on TCP (gate)")
     bench.add_argument('--gap', type=options.positive_number, default=180.0,
                        help='seconds between sessions (gate)')
-    bench.add_argument('--per-kind', type=options.whole(1, 1000), default=20,
-                       help='sessions of each kind: A/A, +2/5/10/20 %%, A/A with busy loops '
-                            '(upgrade)')
-    bench.add_argument('--pairs', type=options.whole(1, 1000), default=16,
-                       help='pairs of launches per stack in each session (upgrade)')
-    bench.add_argument('--json', type=options.output_file,
-                       help='where the launches go (gate; default reports/bench/gate-<time>.json)')
-    bench.add_argument('--rejudge', type=options.existing_file, metavar='FILE',
-                       help='judge the launches a previous run recorded (its --json) under '
-                            'the current rules, launching nothing (gate)')
-    bench.add_argument('--stack', type=options.name,
-                       help='one stack (default: the Debian MPICH and Open MPI)')
+
+
+def _history_options(bench) -> None:
+    """The options of ``bench history``."""
     bench.add_argument('--sessions', type=options.whole_list(1, 100000), metavar='N,N,...',
                        help='history sizes in nightly sessions (history; default 30,120,365)')
     bench.add_argument('--repeat', type=options.whole(1, 1000), default=1,
@@ -71,7 +82,6 @@ def add_parsers(sub) -> None:
                             'the same steps on it, and one push (history)')
     bench.add_argument('--keep', type=options.output_dir,
                        help='make the histories under this directory (history; default: /tmp)')
-    bench.set_defaults(func=cmd_bench)
 
 
 def check_stack(args) -> None:
