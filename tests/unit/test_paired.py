@@ -138,3 +138,18 @@ def test_another_binding_is_not_compared(binding):
                                                                  ('placement', 'same-node'))})
              for s in samples]
     assert one(moved).verdict == gate.NOT_COMPARABLE
+
+
+def test_own_costs_and_declared_floors_are_not_judged_on_their_own():
+    """A launch's own cost (``own_latency_8B``: the figure over its floor) is what the pairs
+    judge already, and a check's declared floor (the stencil's ``floor_time``) goes with its
+    variable: neither is a variable of its own, nor counts in the family."""
+    samples = session(10, 21)
+    own = [sample(s.environ, 'own_latency_8B', s.value / f.value, s.time, unit='x')
+           for s, f in zip(samples[::2], samples[1::2])]
+    assert [j.key.variable for j in paired.compare(samples + own, OLD, NEW)] == ['latency_8B']
+    stencil = [Sample(**{**{f: getattr(s, f) for f in s.__slots__}, 'test': 'Stencil %ranks=2',
+                         'variable': {'latency_8B': 'time'}.get(s.variable, 'floor_time'),
+                         'unit': 's'}) for s in samples]
+    judged, = paired.compare(stencil, OLD, NEW)
+    assert (judged.key.variable, judged.floor_variable) == ('time', 'floor_time')

@@ -332,14 +332,18 @@ def _by_case(samples: list[Sample], old: str, new: str) -> dict[tuple, dict[str,
 
 def compare(samples: list[Sample], old: str, new: str,
             settings: Settings = Settings()) -> list[Judgement]:
-    """One :class:`Judgement` per variable (not a floor) measured on both stacks in the
-    session(s) ``samples`` come from; m, the family, is the number of variables judged."""
+    """One :class:`Judgement` per variable (not a floor, not an own cost) measured on both
+    stacks in the session(s) ``samples`` come from; m, the family, is the number of variables
+    judged."""
     cases = _by_case(samples, old, new)
     out = []
     for (system, partition, test, variable), sides in sorted(cases.items()):
-        if experiments.floor_variable(variable) or not (sides[old] and sides[new]):
-            continue
         check = experiments.check_of(test)
+        # a floor is judged with its variable; an own cost (variable / floor) is the pairs'
+        # cost itself: neither on its own
+        if (experiments.is_floor(check, variable) or experiments.own_cost_of(check, variable)
+                or not (sides[old] and sides[new])):
+            continue
         unit = sides[new][0].unit
         j = Judgement(SampleKey(system, partition, f'{new} vs {old}', test, variable), old, new,
                       unit, experiments.direction(check, variable, unit),
