@@ -91,7 +91,9 @@ def run_session(index: int, kind: str, stacks, programs, libraries, binding: str
             'stacks': out}
 
 
-def record_sessions(args, stacks, binding: str) -> list[dict]:
+def record_sessions(args, stacks, binding: str, save) -> list[dict]:
+    """The sessions, kinds interleaved; ``save(sessions)`` after each one, so a benchmark of
+    hours stopped part-way keeps what it recorded (``--rejudge`` reads it)."""
     kinds = [kind for _ in range(args.per_kind) for kind in KINDS]
     sessions = []
     with tempfile.TemporaryDirectory(prefix='commcheck-upgrade-') as tmp:
@@ -105,6 +107,7 @@ def record_sessions(args, stacks, binding: str) -> list[dict]:
                                 f'per stack'):
                 sessions.append(run_session(i, kind, stacks, programs, libraries, binding,
                                             args.pairs))
+            save(sessions)
     return sessions
 
 
@@ -181,20 +184,27 @@ def evaluate(sessions: list[dict], stacks: list[str], counts: list[int]) -> list
 
 def realized(sessions: list[dict], kind: str, stack: str, n: int) -> dict[str, float | None]:
     """What the interposer added, measured, over the old side's median figure: the slowdown
-    the new side really carried (8 B: added ns over the one-way time; 1 MiB: over its time)."""
-    added8, addbw, lat8, time1m = [], [], [], []
+    the new side really carried (8 B: added ns over the one-way time; 1 MiB: over its time).
+    Both sides load the interposer and time their waits alike, the old side's asked 0: what it
+    measured (the path's own cost and the timing's residue) is taken off the new side's."""
+    added = {side: ([], []) for side in ('old', 'new')}
+    lat8, time1m = [], []
     for s in sessions:
         if s['kind'] != kind:
             continue
-        added8 += [x['added_small_ns'] for x in s['stacks'][stack]['new'][:n]]
-        addbw += [x['added_large_ns'] for x in s['stacks'][stack]['new'][:n]]
+        for side, (small, large) in added.items():
+            small += [x['added_small_ns'] for x in s['stacks'][stack][side][:n]]
+            large += [x['added_large_ns'] for x in s['stacks'][stack][side][:n]]
         lat8 += [x['values']['latency_8B'] * 1e3 for x in s['stacks'][stack]['old'][:n]]
         time1m += [(1 << 20) / x['values']['bw_1048576B'] * 1e3
                    for x in s['stacks'][stack]['old'][:n]]
     if not lat8:
         return {'latency_8B': None, 'bw_1048576B': None}
-    return {'latency_8B': statistics.median(added8) / statistics.median(lat8),
-            'bw_1048576B': statistics.median(addbw) / statistics.median(time1m)}
+    (old8, old1m), (new8, new1m) = added['old'], added['new']
+    return {'latency_8B': (statistics.median(new8) - statistics.median(old8))
+            / statistics.median(lat8),
+            'bw_1048576B': (statistics.median(new1m) - statistics.median(old1m))
+            / statistics.median(time1m)}
 
 
 def _cell(counts: dict) -> str:
@@ -212,7 +222,7 @@ def table(rows: list[dict]) -> Table:
         out.add_column(col)
     for r in rows:
         real = r['realized']
-        added = ' / '.join('-' if real[v] is None else f'+{real[v]:.1%}' for v in SHOWN)
+        added = ' / '.join('-' if real[v] is None else f'{real[v]:+.1%}' for v in SHOWN)
         limits = ' / '.join('-' if r[f'detectable {v}'] is None else
                             f'{r[f"detectable {v}"]:.1%}' for v in SHOWN)
         out.add_row(r['kind'], r['stack'], str(r['pairs']), added,
@@ -246,6 +256,14 @@ def recorded(path: Path) -> tuple[list[dict], dict]:
     return sessions, data
 
 
+def _write(out: Path, header: dict, sessions: list[dict]) -> None:
+    """The record so far, replaced whole (a reader never sees half a file)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(out.name + '.part')
+    part.write_text(json.dumps({**header, 'sessions': sessions}, indent=1) + '\n')
+    part.replace(out)
+
+
 def main(args) -> int:
     if args.rejudge:
         sessions, header = recorded(args.rejudge)
@@ -254,21 +272,23 @@ def main(args) -> int:
         stacks, binding = bench_gate._stacks(args)
         pairs = args.pairs
         started = time.time()
-        sessions = record_sessions(args, stacks, binding)
+        stamp = time.strftime('%Y%m%dT%H%M%S')
+        out = args.json or paths.REPORTS_DIR / 'bench' / f'upgrade-{stamp}.json'
         header = {'format_version': FORMAT_VERSION, 'kind': 'bench upgrade',
                   'sizes': bench_gate.SIZES, 'iters': bench_gate.ITERS, 'gap_s': args.gap,
-                  'binding': binding, 'minutes': (time.time() - started) / 60}
+                  'binding': binding}
+
+        def save(done: list[dict]) -> None:
+            _write(out, {**header, 'minutes': (time.time() - started) / 60}, done)
+
+        console.print(f'commcheck: the launches go to {out}, session by session')
+        sessions = record_sessions(args, stacks, binding, save)
     stack_ids = sorted({k for s in sessions for k in s['stacks']})
     counts = [n for n in PAIR_COUNTS if n <= pairs] or [pairs]
     console.print(table(evaluate(sessions, stack_ids, counts)))
     console.print(f'{len(sessions)} sessions ({", ".join(stack_ids)}), {pairs} pairs per stack '
                   f'each, {header.get("gap_s", 0):.0f} s apart, recorded '
                   f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}')
-    if args.rejudge:
-        return 0
-    stamp = time.strftime('%Y%m%dT%H%M%S')
-    out = args.json or paths.REPORTS_DIR / 'bench' / f'upgrade-{stamp}.json'
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({**header, 'sessions': sessions}, indent=1) + '\n')
-    console.print(f'commcheck: wrote the launches to {out}')
+    if not args.rejudge:
+        console.print(f'commcheck: wrote the launches to {out}')
     return 0

@@ -13,8 +13,8 @@ from commcheck.site import Stack, kbuild
 
 LINE = re.compile(r'slowmpi: (?P<ranks>\d+) ranks, (?P<messages>\d+) messages; asked '
                   r'(?P<ns>[\d.]+) ns \+ (?P<ns_per_kib>[\d.]+) ns/KiB .*?added, measured on '
-                  r'(?P<sampled>\d+) messages: small (?P<small>[\d.]+) ns a message \(asked '
-                  r'(?P<small_asked>[\d.]+)\), large (?P<large>[\d.]+) ns \(asked '
+                  r'(?P<sampled>\d+) messages: small (?P<small>-?[\d.]+) ns a message \(asked '
+                  r'(?P<small_asked>[\d.]+)\), large (?P<large>-?[\d.]+) ns \(asked '
                   r'(?P<large_asked>[\d.]+)\)')
 
 
