@@ -15,7 +15,8 @@ import yaml
 
 from commcheck import cli, experiments
 from commcheck.analysis import baseline, gate, trend
-from commcheck.cli import bench_gate, compare
+from commcheck.bench import gate as bench_gate
+from commcheck.cli import compare
 from commcheck.results import references, store
 from commcheck.results.store import Sample, Session, group
 
@@ -482,8 +483,8 @@ def test_reference_files_are_validated_with_file_and_line(tmp_path, text, words)
 # ---- commcheck bench gate: its rules and bookkeeping, on synthetic sessions -----------------
 
 def bench_session(index, kind=bench_gate.CLEAN, seed=0, machine=1.0, mpi=None, n=6):
-    """A session as bench_gate records it: per stack, launches of the three key variables and
-    their floors; ``mpi`` = {stack: factor} makes that stack's MPI slower."""
+    """A session as the gate benchmark records it: per stack, launches of the three key variables
+    and their floors; ``mpi`` = {stack: factor} makes that stack's MPI slower."""
     rng = np.random.default_rng(seed)
     launches = {}
     for stack in ('mpich', 'openmpi'):

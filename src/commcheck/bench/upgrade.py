@@ -39,7 +39,7 @@ from rich.table import Table
 from commcheck import console as textconsole
 from commcheck import experiments, paths
 from commcheck.analysis import gate, paired
-from commcheck.cli import bench_gate
+from commcheck.bench import gate as bench_gate
 from commcheck.errors import UserError
 from commcheck.results.store import Sample
 from commcheck.site import kbuild, slowmpi
