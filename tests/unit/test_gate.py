@@ -104,6 +104,20 @@ def test_a_slower_mpi_on_the_same_machine_is_mpi_regressed(seed):
     assert comp.floor.outcome != gate.WORSE and comp.floor_variable == 'floor_latency_8B'
 
 
+@pytest.mark.parametrize('name,size,variable', [
+    ('latency', 8, 'latency_8B'), ('bw', 1 << 20, 'bw_1048576B'),
+    ('floor_latency', 8, 'floor_latency_8B'), ('allreduce', 65536, 'allreduce_65536B')])
+def test_a_sized_variable_is_built_and_read_by_the_one_rule(name, size, variable):
+    assert experiments.sized_name(name, size) == variable
+    assert experiments.split_sized(variable) == (name, size)
+
+
+@pytest.mark.parametrize('variable', ['time', 'floor_time', 'latency_8', 'latency_8Bx', 'n_half'])
+def test_a_variable_of_no_size_is_not_read_as_one(variable):
+    assert experiments.split_sized(variable) is None
+    assert experiments.floor_variable(variable) is None
+
+
 @pytest.mark.parametrize('check,variable,floor', [
     ('Stencil %variant=sr %ranks=2', 'time', 'floor_time'),
     ('DerivedDatatypes %mode=stride', 't0', 't0_contig'),

@@ -60,8 +60,10 @@ from commcheck.rfm.caches import host_last_level_cache
 from commcheck.site import discover, kbuild
 
 SIZES = (8, 1024, 1 << 20)
-VARIABLES = {'latency_8B': (8, 'oneway_us', 'us'), 'latency_1024B': (1024, 'oneway_us', 'us'),
-             'bw_1048576B': (1 << 20, 'bw_MBps', 'MB/s')}
+#: The key variables each launch measures: perf variable -> (size, DATA record's field, unit).
+VARIABLES = {experiments.sized_name(name, size): (size, field, unit) for name, size, field, unit
+             in (('latency', 8, 'oneway_us', 'us'), ('latency', 1024, 'oneway_us', 'us'),
+                 ('bw', 1 << 20, 'bw_MBps', 'MB/s'))}
 TEST = 'PingPong %lang=c'
 #: --stencil: the Stencil test each launch also runs, and its variables' units.
 STENCIL_TEST = 'Stencil %variant=sr %ranks=2 %seq.lang=c'
