@@ -412,6 +412,25 @@ def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
         assert [c['field'] for c in cps[0]['changes']] == ['env.UCX_TLS']
 
 
+def test_the_report_of_a_run_opens_the_results_database_once(tmp_path, report, monkeypatch):
+    """An unreadable run report: the newest stored session is reported, and the database it
+    came from is the report's history, opened once (not again for the history)."""
+    from commcheck.report import entry
+    from commcheck.results import source
+    db, _ = make(tmp_path, report, 4)
+    monkeypatch.setenv('RFM_REFERENCE_PREFIX', str(tmp_path / 'refs'))
+    opened = []
+    real = source.LocalHistory.__init__
+    monkeypatch.setattr(source.LocalHistory, '__init__',
+                        lambda self, *a, **k: opened.append(a[0]) or real(self, *a, **k))
+    damaged = tmp_path / 'run-report-0.json'
+    damaged.write_text('{"session_info": ')
+    said = []
+    page = entry.report_of_run(damaged, tmp_path, db, said.append)
+    assert page and page.exists() and opened == [db], (opened, said)
+    assert any('reporting the newest stored session' in m for m in said)
+
+
 def test_report_history_section_in_worker_processes_is_the_serial_one(tmp_path, report,
                                                                      monkeypatch):
     """From PARALLEL_FROM keys on, the change points are searched in forked workers, each
