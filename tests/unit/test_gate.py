@@ -17,7 +17,7 @@ from commcheck import cli, experiments
 from commcheck.analysis import baseline, gate, trend
 from commcheck.bench import gate as bench_gate
 from commcheck.cli import compare
-from commcheck.results import references, store
+from commcheck.results import baselinefile, references, store
 from commcheck.results.store import Sample, Session, group
 
 KEY = ('sys', 'part', 'gnu-mpich4', 'PingPong %lang=c', 'latency_8B')
@@ -378,7 +378,7 @@ def test_baseline_writes_refs_reframe_reads_and_keeps_the_previous(tmp_path):
     assert references.problem(tmp_path / 'sys.yaml') is None
     assert (tmp_path / 'sys.yaml.prev').read_text().startswith('Other:')
     assert '+PingPong:' in written['diff']
-    record = baseline.load(tmp_path / 'sys.baseline.json')
+    record = baselinefile.load(tmp_path / 'sys.baseline.json')
     assert sorted(len(v) for v in record.samples().values()) == [6, 6]
 
 
@@ -428,8 +428,8 @@ def test_baseline_never_overwrites_a_reference_file_it_cannot_read(tmp_path):
 def test_a_corrupt_baseline_file_is_one_line(tmp_path):
     path = tmp_path / 'sys.baseline.json'
     path.write_text(json.dumps({'system': 'sys', 'variables': 3}))
-    with pytest.raises(baseline.BaselineError, match='sys.baseline.json: not a commcheck base'):
-        baseline.load(path)
+    with pytest.raises(baselinefile.BaselineError, match='sys.baseline.json: not a commcheck base'):
+        baselinefile.load(path)
 
 
 def test_change_point_found_where_the_shift_started_with_what_changed():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from commcheck.analysis.baseline import BaselineFile
 from commcheck.report.model import Case, Measurements
 from commcheck.report.plots import Plotter
+from commcheck.results.baselinefile import BaselineFile
 from commcheck.results.store import Session, Warn
 
 
