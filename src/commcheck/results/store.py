@@ -23,7 +23,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from commcheck import experiments
 from commcheck.errors import UserError
@@ -237,6 +237,28 @@ class Stored:
     """A session as the results database lists it, without its record."""
     uuid: str
     time_start: float           # session_start_unix
+
+
+_Held = TypeVar('_Held', bound='Connected')
+
+
+class Connected:
+    """A reader that holds one connection (``conn``; None before it opens and once closed):
+    :meth:`close` ends it, and so does the end of a ``with`` block."""
+    conn = None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            finally:
+                self.conn = None
+
+    def __enter__(self: _Held) -> _Held:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class Listing:
