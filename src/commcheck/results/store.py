@@ -239,6 +239,7 @@ class Stored:
     time_start: float           # session_start_unix
 
 
+#: What a ``with`` block over a :class:`Connected` reader gives: the reader itself.
 _Held = TypeVar('_Held', bound='Connected')
 
 
