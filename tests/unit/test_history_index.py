@@ -105,14 +105,19 @@ def test_selective_reads_decode_only_what_is_asked(tmp_path, report, monkeypatch
     real = store.decode_record
     monkeypatch.setattr(store, 'decode_record',
                         lambda blob, where, *a: decoded.append(where) or real(blob, where, *a))
-    last = store.read_selected(db, last=3)
+    results = store.ResultsDB(db)
+
+    def read(**selection) -> list[store.Session]:
+        return results.load(results.choose(**selection), store.warn_stderr)
+
+    last = read(last=3)
     assert [s.uuid for s in last] == [s.uuid for s in every[-3:]] and len(decoded) == 3
     decoded.clear()
     mid = every[4]
-    chosen = store.read_selected(db, since=every[2].time_start, until=mid.time_start)
+    chosen = read(since=every[2].time_start, until=mid.time_start)
     assert [s.uuid for s in chosen] == [s.uuid for s in every[2:5]] and len(decoded) == 3
     decoded.clear()
-    assert [s.uuid for s in store.read_selected(db, uuids=[mid.uuid[:8]])] == [mid.uuid]
+    assert [s.uuid for s in read(uuids=[mid.uuid[:8]])] == [mid.uuid]
     assert len(decoded) == 1
     assert store.ResultsDB(db).choose(since=every[-1].time_start + 1) == []
     with pytest.raises(store.HistoryError, match='no stored session'):

@@ -407,16 +407,9 @@ def decode_record(blob, where: str, warn: Warn, wanted: Wanted | None = None) ->
 
 def read_db(path: str | Path, warn: Warn = warn_stderr) -> list[Session]:
     """Every session of a ReFrame results database, oldest first. Opened read-only. Commands
-    read only what they need (:func:`read_selected`, :mod:`commcheck.results.sample_index`)."""
+    read only what they need (:meth:`ResultsDB.choose`, :mod:`commcheck.results.sample_index`)."""
     db = ResultsDB(path)
     return db.load(db.stored(), warn)
-
-
-def read_selected(path: str | Path, warn: Warn = warn_stderr, *, cases: bool = True,
-                  **selection) -> list[Session]:
-    """The sessions :meth:`ResultsDB.choose` selects, decoded; the others are not read."""
-    db = ResultsDB(path)
-    return db.load(db.choose(**selection), warn, cases=cases)
 
 
 PERFLOG_NAMES = ('*.log', '*.log.h[0-9]*', '*.log.damaged-*')
