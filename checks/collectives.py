@@ -22,7 +22,7 @@ from reframe.core.builtins import (
 )
 
 from commcheck.analysis import kernel_records, osu_output
-from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS
+from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS, sized_name
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import data_records, job_output, kernel_passed, no_floor, perf_record
@@ -48,7 +48,7 @@ class PartitionWide(rfm.RunOnlyRegressionTest, StackCheck):
 
 
 def op_label(op: str, size: int) -> str:
-    return op if op == 'barrier' else f'{op}_{size}B'
+    return op if op == 'barrier' else sized_name(op, size)
 
 
 @rfm.simple_test

@@ -11,7 +11,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_before, sanity_function
 
 from commcheck.analysis import kernel_records, osu_output
-from commcheck.experiments import BY_CHECK
+from commcheck.experiments import BY_CHECK, sized_name
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import job_output
@@ -49,5 +49,5 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
         name, unit = BENCHMARKS[self.benchmark]
         table = osu_output.parse_table(job_output(self))
         self.perf_variables = {
-            f'{name}_{size}B': sn.make_performance_function(sn.defer(value), unit)
+            sized_name(name, size): sn.make_performance_function(sn.defer(value), unit)
             for size, value in table.items()}

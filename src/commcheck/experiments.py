@@ -235,6 +235,25 @@ EXPERIMENTS += (
 BY_CHECK = {e.check: e for e in EXPERIMENTS}
 
 
+#: The one rule for the perf variable of one message size, ``<name>_<size>B`` (``latency_8B``,
+#: ``bw_1048576B``, ``floor_latency_8B``): :func:`sized_name` builds it, :func:`split_sized`
+#: reads it, and nothing else writes the pattern out.
+SIZED_NAME = re.compile(r'(?P<name>\w+?)_(?P<size>\d+)B')
+
+
+def sized_name(name: str, size: int) -> str:
+    """The perf variable of ``name`` at ``size`` bytes: ``sized_name('latency', 8)`` ->
+    ``latency_8B``."""
+    return f'{name}_{size}B'
+
+
+def split_sized(variable: str) -> tuple[str, int] | None:
+    """(name, size) of a perf variable named by :func:`sized_name`, or None for any other:
+    ``split_sized('floor_bw_1048576B')`` -> ``('floor_bw', 1048576)``."""
+    found = SIZED_NAME.fullmatch(variable)
+    return (found['name'], int(found['size'])) if found else None
+
+
 @dataclasses.dataclass(frozen=True)
 class FloorVariable:
     """A hardware floor of the two-rank sweeps: ``<name>_<size>B`` from a ``FLOOR`` record
@@ -247,7 +266,7 @@ class FloorVariable:
     title: str
 
     def variable(self, size: int) -> str:
-        return f'{self.name}_{size}B'
+        return sized_name(self.name, size)
 
 
 FLOOR_VARIABLES = (
@@ -260,7 +279,6 @@ FLOOR_VARIABLES = (
 #: managed kernels (Java, Python) have none (a JIT and an interpreter between the program and
 #: the hardware; no shared segment outside MPI).
 FLOOR_LANGUAGES = ('c', 'fortran')
-_FLOOR_NAME = re.compile(r'(?P<name>floor_\w+?)_(?P<size>\d+)B$')
 
 
 #: A grid check's two arrays ((n+2)^2 doubles each: the stencil, the pointer study) take at
@@ -334,10 +352,10 @@ def check_of(display_name: str) -> str:
 
 def floor_variable(variable: str) -> FloorVariable | None:
     """The declaration a floor perf variable (``floor_bw_1048576B``) belongs to, or None."""
-    found = _FLOOR_NAME.match(variable)
+    found = split_sized(variable)
     if not found:
         return None
-    return next((f for f in FLOOR_VARIABLES if f.name == found['name']), None)
+    return next((f for f in FLOOR_VARIABLES if f.name == found[0]), None)
 
 
 def is_floor(check: str, variable: str) -> bool:

@@ -5,10 +5,13 @@ a bad source file), least privilege, and no password in any output or process li
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -166,27 +169,51 @@ def _in_transaction(server, timeout: float = 60) -> bool:
     return False
 
 
-def test_a_writer_killed_in_its_transaction_leaves_nothing_and_the_next_push_completes(
-        pg_store, tmp_path):
-    server, db = pg_store
-    init(server, db)
-    report = histories.sessions(1, seed=4)[0]
-    spool = histories.results_db(tmp_path / 'reports' / 'results.db', [report])
-    env = env_for(server, db, 'commcheck_writer', tmp_path)
-    proc = subprocess.Popen([commcheck_cmd(), 'push'], text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**env, pgstore.PAUSE_ENV: '120'})
+def paused_push(env: dict, pause: str) -> subprocess.Popen:
+    """``commcheck push``, held ``pause`` seconds inside its transaction (pgstore.PAUSE_ENV)."""
+    return subprocess.Popen([commcheck_cmd(), 'push'], text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**env, pgstore.PAUSE_ENV: pause})
+
+
+@contextlib.contextmanager
+def paused_in_its_transaction(server, env: dict, pause: str) -> Iterator[subprocess.Popen]:
+    """A :func:`paused_push`, given once it waits inside its transaction; killed after."""
+    proc = paused_push(env, pause)
     try:
         assert _in_transaction(server), 'the push never reached its pause'
-        with server.connect('commcheck_reader', db) as conn:   # the rows are written, unseen
-            assert conn.execute('SELECT count(*) FROM commcheck.sessions').fetchone()[0] == 0
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
+        yield proc
     finally:
         proc.kill()
+
+
+def one_session_waits(server, db: str, tmp_path, seed: int) -> tuple[dict, Path, dict]:
+    """The store made and one session (of ``seed``) in the local results database: its run
+    report, that database, and a writer's environment."""
+    init(server, db)
+    report = histories.sessions(1, seed=seed)[0]
+    spool = histories.results_db(tmp_path / 'reports' / 'results.db', [report])
+    return report, spool, env_for(server, db, 'commcheck_writer', tmp_path)
+
+
+def assert_the_next_push_lands_it(server, db: str, env: dict, report: dict) -> None:
+    """Nothing of the interrupted push is in the store; the next push stores the session
+    whole."""
     assert counts(server, db) == (0, 0)
     done = push(env)
     assert done.returncode == 0 and 'pushed ' in done.stdout, done.stderr
     assert counts(server, db) == (1, histories.measurement_count(report))
+
+
+def test_a_writer_killed_in_its_transaction_leaves_nothing_and_the_next_push_completes(
+        pg_store, tmp_path):
+    server, db = pg_store
+    report, spool, env = one_session_waits(server, db, tmp_path, seed=4)
+    with paused_in_its_transaction(server, env, '120') as proc:
+        with server.connect('commcheck_reader', db) as conn:   # the rows are written, unseen
+            assert conn.execute('SELECT count(*) FROM commcheck.sessions').fetchone()[0] == 0
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert_the_next_push_lands_it(server, db, env, report)
     assert spool.exists()
 
 
@@ -289,8 +316,7 @@ def test_no_password_in_any_output_or_process_line(pg_store, tmp_path):
     said += [owner.stdout, owner.stderr]
     histories.results_db(tmp_path / 'reports' / 'results.db', histories.sessions(2, seed=9))
     env = env_for(server, db, 'commcheck_writer', tmp_path)
-    proc = subprocess.Popen([commcheck_cmd(), 'push'], text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**env, pgstore.PAUSE_ENV: '3'})
+    proc = paused_push(env, '3')
     assert _in_transaction(server)
     ps = subprocess.run(['ps', '-eww', '-o', 'pid,args'], capture_output=True, text=True).stdout
     said += [ps, *proc.communicate(timeout=60)]
@@ -402,27 +428,18 @@ def test_run_pushes_at_its_end_in_one_line_whatever_the_store_does(pg_store, tmp
 def test_the_store_stopped_inside_a_push_is_unavailable_and_the_next_push_lands_it(
         pg_store, tmp_path):
     server, db = pg_store
-    init(server, db)
-    report = histories.sessions(1, seed=13)[0]
-    spool = histories.results_db(tmp_path / 'reports' / 'results.db', [report])
-    env = env_for(server, db, 'commcheck_writer', tmp_path)
-    proc = subprocess.Popen([commcheck_cmd(), 'push'], text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**env, pgstore.PAUSE_ENV: '5'})
+    report, spool, env = one_session_waits(server, db, tmp_path, seed=13)
     try:
-        assert _in_transaction(server), 'the push never reached its pause'
-        server.stop('fast')             # the server ends the push's session mid-transaction
-        out, err = proc.communicate(timeout=60)
+        with paused_in_its_transaction(server, env, '5') as proc:
+            server.stop('fast')         # the server ends the push's session mid-transaction
+            out, err = proc.communicate(timeout=60)
     finally:
-        proc.kill()
         server.start()
     assert proc.returncode == 3, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('ERROR: history store unavailable: ')
     assert lines[0].endswith(f'; 1 session waits in {spool}')
-    assert counts(server, db) == (0, 0)
-    done = push(env)
-    assert done.returncode == 0 and 'pushed ' in done.stdout, done.stderr
-    assert counts(server, db) == (1, histories.measurement_count(report))
+    assert_the_next_push_lands_it(server, db, env, report)
 
 
 def test_the_same_sessions_pushed_by_four_writers_at_once_land_once(pg_store, tmp_path):

@@ -8,7 +8,7 @@ import subprocess
 
 import numpy as np
 
-from commcheck.cli import bench_upgrade
+from commcheck.bench import upgrade as bench_upgrade
 from tests.conftest import commcheck_cmd
 
 

@@ -15,8 +15,9 @@ import yaml
 
 from commcheck import cli, experiments
 from commcheck.analysis import baseline, gate, trend
-from commcheck.cli import bench_gate, compare
-from commcheck.results import references, store
+from commcheck.bench import gate as bench_gate
+from commcheck.cli import compare
+from commcheck.results import baselinefile, references, store
 from commcheck.results.store import Sample, Session, group
 
 KEY = ('sys', 'part', 'gnu-mpich4', 'PingPong %lang=c', 'latency_8B')
@@ -101,6 +102,20 @@ def test_a_slower_mpi_on_the_same_machine_is_mpi_regressed(seed):
     comp = floored(launches(8, seed), launches(8, seed + 100, mpi=1.5))
     assert comp.verdict == gate.MPI_REGRESSED, gate.describe(comp)
     assert comp.floor.outcome != gate.WORSE and comp.floor_variable == 'floor_latency_8B'
+
+
+@pytest.mark.parametrize('name,size,variable', [
+    ('latency', 8, 'latency_8B'), ('bw', 1 << 20, 'bw_1048576B'),
+    ('floor_latency', 8, 'floor_latency_8B'), ('allreduce', 65536, 'allreduce_65536B')])
+def test_a_sized_variable_is_built_and_read_by_the_one_rule(name, size, variable):
+    assert experiments.sized_name(name, size) == variable
+    assert experiments.split_sized(variable) == (name, size)
+
+
+@pytest.mark.parametrize('variable', ['time', 'floor_time', 'latency_8', 'latency_8Bx', 'n_half'])
+def test_a_variable_of_no_size_is_not_read_as_one(variable):
+    assert experiments.split_sized(variable) is None
+    assert experiments.floor_variable(variable) is None
 
 
 @pytest.mark.parametrize('check,variable,floor', [
@@ -363,7 +378,7 @@ def test_baseline_writes_refs_reframe_reads_and_keeps_the_previous(tmp_path):
     assert references.problem(tmp_path / 'sys.yaml') is None
     assert (tmp_path / 'sys.yaml.prev').read_text().startswith('Other:')
     assert '+PingPong:' in written['diff']
-    record = baseline.load(tmp_path / 'sys.baseline.json')
+    record = baselinefile.load(tmp_path / 'sys.baseline.json')
     assert sorted(len(v) for v in record.samples().values()) == [6, 6]
 
 
@@ -413,8 +428,8 @@ def test_baseline_never_overwrites_a_reference_file_it_cannot_read(tmp_path):
 def test_a_corrupt_baseline_file_is_one_line(tmp_path):
     path = tmp_path / 'sys.baseline.json'
     path.write_text(json.dumps({'system': 'sys', 'variables': 3}))
-    with pytest.raises(baseline.BaselineError, match='sys.baseline.json: not a commcheck base'):
-        baseline.load(path)
+    with pytest.raises(baselinefile.BaselineError, match='sys.baseline.json: not a commcheck base'):
+        baselinefile.load(path)
 
 
 def test_change_point_found_where_the_shift_started_with_what_changed():
@@ -482,8 +497,8 @@ def test_reference_files_are_validated_with_file_and_line(tmp_path, text, words)
 # ---- commcheck bench gate: its rules and bookkeeping, on synthetic sessions -----------------
 
 def bench_session(index, kind=bench_gate.CLEAN, seed=0, machine=1.0, mpi=None, n=6):
-    """A session as bench_gate records it: per stack, launches of the three key variables and
-    their floors; ``mpi`` = {stack: factor} makes that stack's MPI slower."""
+    """A session as the gate benchmark records it: per stack, launches of the three key variables
+    and their floors; ``mpi`` = {stack: factor} makes that stack's MPI slower."""
     rng = np.random.default_rng(seed)
     launches = {}
     for stack in ('mpich', 'openmpi'):

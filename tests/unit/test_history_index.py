@@ -105,14 +105,19 @@ def test_selective_reads_decode_only_what_is_asked(tmp_path, report, monkeypatch
     real = store.decode_record
     monkeypatch.setattr(store, 'decode_record',
                         lambda blob, where, *a: decoded.append(where) or real(blob, where, *a))
-    last = store.read_selected(db, last=3)
+    results = store.ResultsDB(db)
+
+    def read(**selection) -> list[store.Session]:
+        return results.load(results.choose(**selection), store.warn_stderr)
+
+    last = read(last=3)
     assert [s.uuid for s in last] == [s.uuid for s in every[-3:]] and len(decoded) == 3
     decoded.clear()
     mid = every[4]
-    chosen = store.read_selected(db, since=every[2].time_start, until=mid.time_start)
+    chosen = read(since=every[2].time_start, until=mid.time_start)
     assert [s.uuid for s in chosen] == [s.uuid for s in every[2:5]] and len(decoded) == 3
     decoded.clear()
-    assert [s.uuid for s in store.read_selected(db, uuids=[mid.uuid[:8]])] == [mid.uuid]
+    assert [s.uuid for s in read(uuids=[mid.uuid[:8]])] == [mid.uuid]
     assert len(decoded) == 1
     assert store.ResultsDB(db).choose(since=every[-1].time_start + 1) == []
     with pytest.raises(store.HistoryError, match='no stored session'):
@@ -410,6 +415,25 @@ def test_report_history_section_reads_the_index(tmp_path, report, monkeypatch):
     for cps in flagged.values():
         assert [cp['session'] for cp in cps] == [sessions[14].uuid[:8]]
         assert [c['field'] for c in cps[0]['changes']] == ['env.UCX_TLS']
+
+
+def test_the_report_of_a_run_opens_the_results_database_once(tmp_path, report, monkeypatch):
+    """An unreadable run report: the newest stored session is reported, and the database it
+    came from is the report's history, opened once (not again for the history)."""
+    from commcheck.report import entry
+    from commcheck.results import source
+    db, _ = make(tmp_path, report, 4)
+    monkeypatch.setenv('RFM_REFERENCE_PREFIX', str(tmp_path / 'refs'))
+    opened = []
+    real = source.LocalHistory.__init__
+    monkeypatch.setattr(source.LocalHistory, '__init__',
+                        lambda self, *a, **k: opened.append(a[0]) or real(self, *a, **k))
+    damaged = tmp_path / 'run-report-0.json'
+    damaged.write_text('{"session_info": ')
+    said = []
+    page = entry.report_of_run(damaged, tmp_path, db, said.append)
+    assert page and page.exists() and opened == [db], (opened, said)
+    assert any('reporting the newest stored session' in m for m in said)
 
 
 def test_report_history_section_in_worker_processes_is_the_serial_one(tmp_path, report,

@@ -39,7 +39,7 @@ def test_ruff_fails_on_a_defect(tmp_path):
 
 #: The package's layers, lowest first: a module imports only from its own layer and those
 #: below it (``base``: the top-level modules, paths, errors, console, yamltext, experiments).
-LAYERS = ('base', 'site', 'results', 'analysis', 'rfm', 'report', 'cli')
+LAYERS = ('base', 'site', 'results', 'analysis', 'rfm', 'report', 'bench', 'cli')
 #: Layers that import ReFrame: its glue, and the readers of ReFrame's own results database.
 REFRAME_LAYERS = {'rfm', 'results'}
 

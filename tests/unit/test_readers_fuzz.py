@@ -17,8 +17,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commcheck.analysis import baseline, kernel_records, osu_output
-from commcheck.results import preflight, references, store
+from commcheck.analysis import kernel_records, osu_output
+from commcheck.results import baselinefile, preflight, references, store
 from commcheck.site import SiteError, sitefile
 
 DATA = Path(__file__).parents[1] / 'data'
@@ -184,5 +184,5 @@ def test_osu_parser(data):
 def test_baseline_file_reader(tmp_path, data):
     path = tmp_path / 'local.baseline.json'
     path.write_bytes(data)
-    with pytest.raises(baseline.BaselineError, match='local.baseline.json'):
-        baseline.load(path)
+    with pytest.raises(baselinefile.BaselineError, match='local.baseline.json'):
+        baselinefile.load(path)

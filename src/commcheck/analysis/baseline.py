@@ -20,7 +20,8 @@ are written, atomically, each keeping its previous version as ``<name>.prev``:
   miss what the own cost catches. The own cost moved 1.2-2.3x across those regimes; a
   transport fallen back to TCP makes it 20-50x (docs/floors.md).
 
-Entries of checks that the selected sessions did not run are kept from the previous file.
+Entries of checks that the selected sessions did not run are kept from the previous file. The
+baseline file's format, its reader and writer: :mod:`commcheck.results.baselinefile`.
 """
 
 from __future__ import annotations
@@ -32,19 +33,20 @@ import time
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from commcheck import experiments
 from commcheck.analysis import robust
-from commcheck.errors import UserError
 from commcheck.results import references
-from commcheck.results.store import Sample, SampleKey, Session, group, interned
+from commcheck.results.baselinefile import (
+    BaselineError,
+    BaselineFile,
+    Variable,
+    baseline_path,
+    save,
+)
+from commcheck.results.store import Session, group
 
 PARAM = re.compile(r'%([\w.]+)=(\S+)')
-
-
-class BaselineError(UserError):
-    """Not enough to baseline on, or a baseline file that cannot be read."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,72 +68,6 @@ class Policy:
     mad_factor: float = 5.0
     spread_factor: float = 3.0
     all_variables: bool = False  #: every variable with a direction, not only the key ones
-
-
-class Variable(BaseModel):
-    model_config = ConfigDict(extra='forbid')
-    system: str
-    partition: str
-    environ: str
-    test: str
-    variable: str
-    unit: str
-    direction: str
-    median: float
-    mad: float
-    tolerance: float
-    samples: list[float]
-    provenance: list[dict[str, str]]
-    #: Each launch's session and job completion time: the gate pairs a value with the floor
-    #: of the same launch, and takes sessions as its unit (absent from older files).
-    sessions: list[str] = []
-    times: list[float] = []
-
-    @property
-    def key(self) -> SampleKey:
-        return SampleKey(self.system, self.partition, self.environ, self.test, self.variable)
-
-
-class BaselineFile(BaseModel):
-    model_config = ConfigDict(extra='forbid')
-    system: str
-    created: str
-    sessions: list[str]
-    policy: dict
-    variables: list[Variable]
-
-    def samples(self) -> dict[tuple, list[Sample]]:
-        """The baseline's launches as :class:`Sample` objects, keyed like history's."""
-        out = {}
-        for v in self.variables:
-            sessions = v.sessions if len(v.sessions) == len(v.samples) else None
-            times = v.times if len(v.times) == len(v.samples) else None
-            out[v.key] = [Sample(session=sessions[i] if sessions else 'baseline',
-                                 time=times[i] if times else 0.0, system=v.system,
-                                 partition=v.partition, environ=v.environ, test=v.test,
-                                 variable=v.variable, value=x, unit=v.unit, result='pass',
-                                 provenance=interned(p))
-                          for i, (x, p) in enumerate(zip(v.samples, v.provenance))]
-        return out
-
-
-def baseline_path(ref_dir: Path, system: str) -> Path:
-    return ref_dir / f'{system}.baseline.json'
-
-
-def load(path: Path) -> BaselineFile:
-    try:
-        return BaselineFile.model_validate_json(path.read_bytes())
-    except FileNotFoundError:
-        raise BaselineError(f'{path}: no baseline (record one with `commcheck baseline`)') \
-            from None
-    except OSError as err:
-        raise BaselineError(f'{path}: cannot read baseline ({err})') from None
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = '.'.join(str(p) for p in first['loc']) or '(top level)'
-        raise BaselineError(f'{path}: not a commcheck baseline: {where}: {first["msg"]}') \
-            from None
 
 
 def tolerance(values: list[float], direction: str, policy: Policy,
@@ -263,8 +199,7 @@ def write(ref_dir: Path, system: str, sessions: list[Session], variables: list[V
                           sessions=uuids, policy=dataclasses.asdict(policy), variables=variables)
     new_text = render_refs(ref_entries(variables), previous, system, uuids)
     references.validate_text(new_text, str(ref_file))      # never write what ReFrame rejects
-    references.write_atomic(baseline_path(ref_dir, system),
-                            record.model_dump_json(indent=1) + '\n')
+    save(baseline_path(ref_dir, system), record)
     references.write_atomic(ref_file, new_text)
     return {'references': str(ref_file), 'baseline': str(baseline_path(ref_dir, system)),
             'diff': references.diff(old_text, new_text, ref_file.name)}

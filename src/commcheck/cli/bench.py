@@ -1,8 +1,8 @@
-"""``commcheck bench [pingpong|gate|history|upgrade]``: benchmarks, not tests
-(:mod:`commcheck.cli.bench_pingpong`, :mod:`commcheck.cli.bench_gate`,
-:mod:`commcheck.cli.bench_upgrade`). Their options are checked here before anything is built: the
-stack by name (unknown: the known ones listed), ``--iters`` within the range the kernels
-accept (``src/kernels/common/cc_sweep.h``), ``--launches`` enough for one comparison.
+"""``commcheck bench [pingpong|gate|history|upgrade]``: benchmarks, not tests, whose code is the
+:mod:`commcheck.bench` layer; this module is their parser. Their options are checked here before
+anything is built: the stack by name (unknown: the known ones listed), ``--iters`` within the
+range the kernels accept (``src/kernels/common/cc_sweep.h``), ``--launches`` enough for one
+comparison.
 """
 
 from __future__ import annotations
@@ -101,13 +101,13 @@ def cmd_bench(args) -> int:
     if args.stack:
         check_stack(args)
     if args.what == 'gate':
-        from commcheck.cli import bench_gate
-        return bench_gate.main(args)
+        from commcheck.bench import gate
+        return gate.main(args)
     if args.what == 'upgrade':
-        from commcheck.cli import bench_upgrade
-        return bench_upgrade.main(args)
+        from commcheck.bench import upgrade
+        return upgrade.main(args)
     if args.what == 'history':
-        from commcheck.cli import bench_history
-        return bench_history.main(args)
-    from commcheck.cli import bench_pingpong
-    return bench_pingpong.main(args)
+        from commcheck.bench import history
+        return history.main(args)
+    from commcheck.bench import pingpong
+    return pingpong.main(args)

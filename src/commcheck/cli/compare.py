@@ -11,11 +11,11 @@ from rich.markup import escape
 
 from commcheck import console as textconsole
 from commcheck import paths
-from commcheck.analysis import baseline, gate, junit, trend
+from commcheck.analysis import gate, junit, trend
 from commcheck.cli import options
 from commcheck.cli.selection import describe, history, keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
-from commcheck.results import store
+from commcheck.results import baselinefile, store
 from commcheck.results.store import HistoryError
 
 # A terminal's own width; in a CI log or a pipe, wide enough that rows stay one line.
@@ -98,8 +98,8 @@ def _baseline_samples(args, judged, db: store.Listing) -> tuple[dict, str]:
     ref_dir = paths.references_dir()
     out, names = {}, []
     for system in systems:
-        path = args.baseline or baseline.baseline_path(ref_dir, system)
-        record = baseline.load(Path(path))
+        path = args.baseline or baselinefile.baseline_path(ref_dir, system)
+        record = baselinefile.load(Path(path))
         if record.system != system:         # like with like: a cluster against itself only
             raise UserError(f'--baseline {path}: a baseline of cluster {record.system}, the '
                             f'judged session(s) ran on {system}: the gate compares a cluster '

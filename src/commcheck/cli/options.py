@@ -64,24 +64,23 @@ def whole_list(low: int = 1, high: int | None = None):
     return parse
 
 
-def fraction(text: str) -> float:
+def _number(text: str, low: float, high: float, must: str) -> float:
+    """``text`` as a number in the open interval (low, high), else why not."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f'{text!r} is not a number') from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f'{value} must be between 0 and 1')
+    if not low < value < high:
+        raise argparse.ArgumentTypeError(f'{value} must be {must}')
     return value
+
+
+def fraction(text: str) -> float:
+    return _number(text, 0, 1, 'between 0 and 1')
 
 
 def positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a number') from None
-    if not 0 < value < float('inf'):
-        raise argparse.ArgumentTypeError(f'{value} must be a positive number')
-    return value
+    return _number(text, 0, float('inf'), 'a positive number')
 
 
 def date(text: str) -> float:

@@ -102,16 +102,18 @@ def _init(address: str) -> int:
     return EXIT_OK
 
 
-def after_run(address: str, site: str) -> None:
+def after_run(address: str, site: str, db=None) -> None:
     """``commcheck run``'s push of everything that waits (this session and earlier ones):
-    one line, whatever happens; never changes the run's exit code."""
+    one line, whatever happens; never changes the run's exit code. ``db``: the results
+    database the run already opened, if it did."""
     from commcheck.results import pgstore
     from commcheck.results.store import HistoryError
     where = dburl.redact(address)
     try:
         if not paths.RESULTS_DB.exists():
             return
-        done = pgstore.push(address, [pgstore.Spool(paths.RESULTS_DB)], site, lambda _: None)
+        done = pgstore.push(address, [pgstore.Spool(paths.RESULTS_DB, db)], site,
+                            lambda _: None)
         print(f'commcheck: history store {where}: {len(done.pushed)} session(s) pushed, '
               f'{len(done.already)} already there')
     except pgstore.StoreUnavailable as err:

@@ -10,9 +10,9 @@ from commcheck.cli.selection import history, no_match, reports_dir_usable
 def add_parsers(sub) -> None:
     rep = sub.add_parser('report', help='write the HTML report of stored sessions (its path '
                                         'is the last line printed)')
+    options.add_db(rep)
     rep.add_argument('session', nargs='*', metavar='SESSION', type=options.session_id,
                      help='session uuid or prefix (default: the newest stored session)')
-    options.add_db(rep)
     rep.add_argument('--out', type=options.output_dir,
                      help='directory to write the report under (default: reports/)')
     rep.set_defaults(func=cmd_report)

@@ -169,6 +169,13 @@ def exit_code(status: int) -> int:
     return status if status in (EXIT_OK, EXIT_REGRESSED) else EXIT_INTERNAL
 
 
+def stored():
+    """The results database, opened once for the run's report and its push; None when there
+    is none (the report then says it has no history, and nothing is pushed)."""
+    from commcheck.results import source
+    return source.LocalHistory(paths.RESULTS_DB) if paths.RESULTS_DB.exists() else None
+
+
 def cmd_run(args) -> int:
     site, lock = _setup(args)
     try:
@@ -187,13 +194,15 @@ def cmd_run(args) -> int:
     if code is not None:
         return 128 + received[0] if received else code
     lost = [m.group(1).strip() for m in map(NOT_STORED.search, tail) if m]
+    db = stored()
     if not args.no_report and not received:
         from commcheck.report import entry
-        out = entry.report_of_run(produced[-1], paths.REPORTS_DIR, paths.RESULTS_DB)
+        out = entry.report_of_run(produced[-1], paths.REPORTS_DIR,
+                                  paths.RESULTS_DB if db is None else db)
         if out:
             print(out)
     if args.history and not lost and not received:
-        push.after_run(args.history, push.site_name(args))
+        push.after_run(args.history, push.site_name(args), db)
     if lost:
         print(f'ERROR: ReFrame could not store the session in {paths.RESULTS_DB}: {lost[-1]} '
               f'(the session is in {produced[-1]}; commcheck preflight)', file=sys.stderr)

@@ -26,7 +26,7 @@ from commcheck.analysis import gate, paired
 from commcheck.cli import compare, options, run
 from commcheck.cli.selection import keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, UserError
-from commcheck.results import store
+from commcheck.results import source, store
 
 console = textconsole.make()
 #: ReFrame options commcheck upgrade sets itself (what the pairs need), with what to use.
@@ -105,12 +105,15 @@ def cmd_upgrade(args) -> int:
             return status
         produced = sorted(set(paths.RUNS_DIR.glob('run-report-*.json')) - before)
     try:
-        code, session = _judge(args, old, new)
+        db = source.LocalHistory(args.db or paths.RESULTS_DB)
+        code, session = _judge(args, db, old, new)
     except store.HistoryError as err:
         raise no_match(args.db or paths.RESULTS_DB, err, 'the session') from None
     if not args.session and produced:
         from commcheck.report import entry
-        out = entry.report_of_run(produced[-1], paths.REPORTS_DIR, paths.RESULTS_DB)
+        # the database judged is the report's history, opened once (--db: another one's)
+        out = entry.report_of_run(produced[-1], paths.REPORTS_DIR,
+                                  paths.RESULTS_DB if args.db else db)
         if out:
             console.print(out, highlight=False)
     if status == EXIT_REGRESSED:
@@ -119,8 +122,7 @@ def cmd_upgrade(args) -> int:
     return code
 
 
-def _judge(args, old: str, new: str) -> tuple[int, str]:
-    db = store.ResultsDB(args.db or paths.RESULTS_DB)
+def _judge(args, db: store.ResultsDB, old: str, new: str) -> tuple[int, str]:
     chosen = db.choose(uuids=args.session or (), last=None if args.session else 1)
     sessions = db.load(chosen, store.warn_stderr, cases=False, wanted=wanted(args.all))
     if not sessions:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
-from commcheck.analysis.baseline import BaselineFile
-from commcheck.report.model import Case, Measurements
+from commcheck.report.model import Case, Measurements, text
 from commcheck.report.plots import Plotter
+from commcheck.results.baselinefile import BaselineFile
 from commcheck.results.store import Session, Warn
 
 
@@ -30,6 +31,26 @@ class Context:
             if case.environ == environ and case.languages:
                 return case.languages
         return None
+
+
+def record_rows(ctx: Context, record: dict, kind: str, items: str, item: str,
+                row: Callable[[dict], dict]) -> list[dict] | None:
+    """The rows of a ``kind`` record (``gate``: ``commcheck compare``'s, ``upgrade``) of the
+    reported sessions, one ``row(entry)`` per mapping in ``record[items]`` (any other entry, an
+    ``item`` that is not a mapping: warned, skipped); None, warned, when the record is of other
+    sessions."""
+    uuids = {s.uuid for s in ctx.sessions}
+    if not uuids & {text(u) for u in record.get('sessions', [])}:
+        ctx.warn(f'the {kind} record is of session(s) {record.get("sessions")}, not of the '
+                 f'reported one(s); not shown')
+        return None
+    rows = []
+    for entry in record.get(items, []):
+        if not isinstance(entry, dict):
+            ctx.warn(f'{kind} record: a {item} that is not a mapping; skipped')
+            continue
+        rows.append(row(entry))
+    return rows
 
 
 @dataclasses.dataclass

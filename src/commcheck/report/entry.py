@@ -43,24 +43,35 @@ def report_of_run(run_report: Path, reports_dir: Path, db,
                   warn: Warn = store.warn_stderr) -> Path | None:
     """The report of a run report's session; a damaged run report gives what it holds, an
     unreadable one the newest stored session (said so). None only when nothing can be read.
-    ``db``: the history (a source, or a results database's path)."""
+    ``db``: the history (a source, or a results database's path), opened once."""
     warn = _Collect(warn)
     session = load_run_report(run_report, warn)
+    history = None
     if session is None:
-        newest = _newest(db, warn)
+        history = _opened(db, warn)
+        newest = _newest(history, warn) if history is not None else None
         if newest is None:
             warn(f'{run_report}: unreadable and no stored session; no report written')
             return None
         session = newest
         warn(f'reporting the newest stored session {session.uuid} instead')
     gate = gate_record([session], reports_dir, warn)
-    return _write([session], reports_dir, db, gate, warn,
-                  upgrade_record([session], reports_dir, warn))
+    upgrade = upgrade_record([session], reports_dir, warn)
+    return _write([session], reports_dir, history if history is not None else _opened(db, warn),
+                  gate, warn, upgrade)
 
 
-def _newest(db, warn: Warn) -> Session | None:
+def _opened(db, warn: Warn):
+    """The history source of ``db`` (a source as is, a path opened), or None, said so."""
     try:
-        history = source.as_history(db, warn)
+        return source.as_history(db, warn)
+    except HistoryError as err:
+        warn(f'{err}; the report has no history')
+        return None
+
+
+def _newest(history, warn: Warn) -> Session | None:
+    try:
         newest = history.load(history.choose(last=1), warn)
     except HistoryError as err:
         warn(f'{err}; the report has no history')
@@ -68,15 +79,11 @@ def _newest(db, warn: Warn) -> Session | None:
     return newest[-1] if newest else None
 
 
-def _write(sessions: list[Session], out_root: Path, db, gate, warn: _Collect,
+def _write(sessions: list[Session], out_root: Path, history, gate, warn: _Collect,
            upgrade: dict | None = None) -> Path:
-    """The report, with the stored history read through the source's series."""
-    try:
-        history = source.as_history(db, warn)
-    except HistoryError as err:
-        warn(f'{err}; the report has no history')
-        history = None
-    stored = stored_history(history, warn) if history else []
+    """The report, with the stored history (an open source, or None) read through its
+    series."""
+    stored = stored_history(history, warn) if history is not None else []
     try:
         return write_report(sessions, out_root, history_sessions=stored, gate=gate,
                             warn=warn.warn, notes=warn.seen, upgrade=upgrade)

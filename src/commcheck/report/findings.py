@@ -153,7 +153,8 @@ def _ratio_spreads(ctx: Context, java: Test, c: Test) -> dict[int, Spread]:
     """Java/C latency per common size, over the launches of each."""
     out = {}
     for n in set(ctx.values.sweep(java, 'latency')) & set(ctx.values.sweep(c, 'latency')):
-        r = ratio(_spread(ctx, java, f'latency_{n}B'), _spread(ctx, c, f'latency_{n}B'))
+        variable = experiments.sized_name('latency', n)
+        r = ratio(_spread(ctx, java, variable), _spread(ctx, c, variable))
         if r is not None:
             out[n] = r
     return dict(sorted(out.items()))

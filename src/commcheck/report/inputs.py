@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from commcheck import paths
-from commcheck.analysis import baseline, trend
-from commcheck.results import store
+from commcheck.analysis import trend
+from commcheck.results import baselinefile, store
 from commcheck.results.source import HistoryUnavailable
 from commcheck.results.store import HistoryError, Session, Warn
 
@@ -108,17 +108,17 @@ def load_upgrade(path: str | Path, warn: Warn) -> dict | None:
                         'upgrade section', kind='upgrade')
 
 
-def load_baselines(systems: list[str], warn: Warn) -> dict[str, baseline.BaselineFile]:
+def load_baselines(systems: list[str], warn: Warn) -> dict[str, baselinefile.BaselineFile]:
     """The baseline file of each system, where one exists
     (``<references>/<system>.baseline.json``)."""
     out = {}
     for system in systems:
-        path = baseline.baseline_path(paths.references_dir(), system)
+        path = baselinefile.baseline_path(paths.references_dir(), system)
         if not path.exists():
             continue
         try:
-            out[system] = baseline.load(path)
-        except baseline.BaselineError as err:
+            out[system] = baselinefile.load(path)
+        except baselinefile.BaselineError as err:
             warn(f'{err}; the history shows no baseline band')
     return out
 

@@ -22,7 +22,6 @@ from commcheck import experiments
 from commcheck.results.store import REPEAT, Sample, Session
 
 PARAM = re.compile(r'%([\w.]+)=(\S+)')
-SIZE_VAR = re.compile(r'^(?P<name>[a-z]+)_(?P<size>\d+)B$')
 
 
 def text(value) -> str:
@@ -225,10 +224,10 @@ class Measurements:
         """``<name>_<size>B``: (lowest, highest launch) by size."""
         out = {}
         for variable in self.variables(test):
-            m = SIZE_VAR.match(variable)
-            spread = self.spread(test, variable) if m and m.group('name') == name else None
+            sized = experiments.split_sized(variable)
+            spread = self.spread(test, variable) if sized and sized[0] == name else None
             if spread:
-                out[int(m.group('size'))] = spread[:2]
+                out[sized[1]] = spread[:2]
         return dict(sorted(out.items()))
 
     def launch_counts(self, tests: Iterable[Test]) -> tuple[int, int]:
@@ -247,11 +246,11 @@ class Measurements:
         """``<name>_<size>B`` values of a test, by size."""
         out = {}
         for variable in self.variables(test):
-            m = SIZE_VAR.match(variable)
-            if m and m.group('name') == name:
+            sized = experiments.split_sized(variable)
+            if sized and sized[0] == name:
                 value = self.value(test, variable)
                 if value is not None:
-                    out[int(m.group('size'))] = value
+                    out[sized[1]] = value
         return dict(sorted(out.items()))
 
     def oversubscribed(self, test: Test) -> bool:

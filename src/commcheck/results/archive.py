@@ -91,11 +91,13 @@ def verify(archive: Path, uuid: str, blob, cases: int) -> None:
                            f'it stays in the live database')
 
 
-def move(db: Path, before: float, archive: Path) -> list[Stored]:
-    """Move the sessions of ``db`` started before ``before`` into ``archive``."""
-    chosen = [s for s in ResultsDB(db).stored(until=before) if s.time_start < before]
+def move(stored: ResultsDB, before: float, archive: Path) -> list[Stored]:
+    """Move the sessions of the results database ``stored`` (the command's, open) started
+    before ``before`` into ``archive``."""
+    chosen = [s for s in stored.stored(until=before) if s.time_start < before]
     if not chosen:
         return []
+    db = stored.path
     with _lock(db):
         into = open_archive(archive)
         live = sqlite3.connect(db)

@@ -30,6 +30,7 @@ from commcheck.results import pgstore
 from commcheck.results.sample_index import Indexed
 from commcheck.results.source import HistoryUnavailable, Listed
 from commcheck.results.store import (
+    Connected,
     HistoryError,
     Listing,
     SampleKey,
@@ -82,7 +83,7 @@ def _finite(value) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
-class StoreSeries:
+class StoreSeries(Connected):
     """The per-launch series of the store (``commcheck.measurements``), through the snapshot
     of the command: the interface of :class:`commcheck.results.sample_index.SampleIndex`."""
 
@@ -166,18 +167,12 @@ class StoreSeries:
         return StoreSeries(self.history, conn, owned=True)
 
     def close(self) -> None:
-        if self.owned and self.conn is not None:
-            self.conn.close()
-            self.conn = None
-
-    def __enter__(self) -> StoreSeries:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        """Ends its connection if its own (a forked worker's, :meth:`reopened`)."""
+        if self.owned:
+            super().close()
 
 
-class StoreHistory(Listing):
+class StoreHistory(Connected, Listing):
     """The shared store as a history source, read in one snapshot (see the module)."""
 
     def __init__(self, address: str, warn: Warn = warn_stderr):
@@ -323,20 +318,6 @@ class StoreHistory(Listing):
             raise _unavailable(err, self.address) from None
         finally:
             conn.close()
-
-    def close(self) -> None:
-        if getattr(self, 'conn', None) is not None:
-            try:
-                self.conn.close()
-            finally:
-                self.conn = None
-
-    def __enter__(self) -> StoreHistory:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 
 def _case_rows(uuid: str, blob: str) -> list[tuple]:

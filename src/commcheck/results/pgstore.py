@@ -296,9 +296,10 @@ class Waiting:
 class Spool:
     """Where sessions wait for the store: ReFrame's results database (``reports/results.db``,
     every session of it) or one ReFrame run report (``--report-file``: one session).
-    Opening validates it: a file that is neither raises :class:`HistoryError` naming it."""
+    Opening validates it: a file that is neither raises :class:`HistoryError` naming it.
+    ``db``: that results database, when the caller has it open already."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, db: ResultsDB | None = None):
         self.path = Path(path)
         try:
             with open(self.path, 'rb') as f:
@@ -307,7 +308,7 @@ class Spool:
             raise HistoryError(f'{self.path}: cannot read ({err.strerror or err})') from None
         self.kind = DATABASE if head == SQLITE_MAGIC else RUN_REPORT
         if self.kind == DATABASE:
-            self.db = ResultsDB(self.path)
+            self.db = db if db is not None else ResultsDB(self.path)
             self.sessions = [Waiting(s.uuid, s.time_start) for s in self.db.stored()]
         else:
             self.text = self._report_text()

@@ -29,6 +29,7 @@ from pathlib import Path
 from commcheck import paths
 from commcheck.results import preflight
 from commcheck.results.store import (
+    Connected,
     HistoryError,
     ResultsDB,
     Sample,
@@ -85,7 +86,7 @@ def index_path(db: str | Path) -> Path:
     return paths.STATE_DIR / 'index' / f'{db.stem}-{digest}.index.db'
 
 
-class SampleIndex:
+class SampleIndex(Connected):
     """The index of one results database, opened and brought up to date by :func:`open_index`."""
 
     def __init__(self, db: ResultsDB, path: Path, warn: Warn):
@@ -132,17 +133,6 @@ class SampleIndex:
         twin.conn = sqlite3.connect(f'{self.path.resolve().as_uri()}?mode=ro', uri=True,
                                     isolation_level=None, timeout=60)
         return twin
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-
-    def __enter__(self) -> SampleIndex:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def update(self, only: Iterable[str] | None = None) -> dict[str, int]:
         """Add the sessions the database has and the index lacks (of ``only``, when given: a

@@ -103,7 +103,7 @@ class LocalHistory(ResultsDB):
         """Move the sessions started before ``before`` into the archive database ``into``
         (:mod:`commcheck.results.archive`)."""
         from commcheck.results import archive
-        return archive.move(self.path, before, into)
+        return archive.move(self, before, into)
 
     def close(self) -> None:
         """Nothing held open: every query has its own read-only connection."""

@@ -23,7 +23,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from commcheck import experiments
 from commcheck.errors import UserError
@@ -239,6 +239,29 @@ class Stored:
     time_start: float           # session_start_unix
 
 
+#: What a ``with`` block over a :class:`Connected` reader gives: the reader itself.
+_Held = TypeVar('_Held', bound='Connected')
+
+
+class Connected:
+    """A reader that holds one connection (``conn``; None before it opens and once closed):
+    :meth:`close` ends it, and so does the end of a ``with`` block."""
+    conn = None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            finally:
+                self.conn = None
+
+    def __enter__(self: _Held) -> _Held:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class Listing:
     """What every history source shares (ReFrame's results database here, the shared store in
     :mod:`commcheck.results.pgread`): choosing sessions from a listing and decoding only the
@@ -384,16 +407,9 @@ def decode_record(blob, where: str, warn: Warn, wanted: Wanted | None = None) ->
 
 def read_db(path: str | Path, warn: Warn = warn_stderr) -> list[Session]:
     """Every session of a ReFrame results database, oldest first. Opened read-only. Commands
-    read only what they need (:func:`read_selected`, :mod:`commcheck.results.sample_index`)."""
+    read only what they need (:meth:`ResultsDB.choose`, :mod:`commcheck.results.sample_index`)."""
     db = ResultsDB(path)
     return db.load(db.stored(), warn)
-
-
-def read_selected(path: str | Path, warn: Warn = warn_stderr, *, cases: bool = True,
-                  **selection) -> list[Session]:
-    """The sessions :meth:`ResultsDB.choose` selects, decoded; the others are not read."""
-    db = ResultsDB(path)
-    return db.load(db.choose(**selection), warn, cases=cases)
 
 
 PERFLOG_NAMES = ('*.log', '*.log.h[0-9]*', '*.log.damaged-*')

@@ -82,14 +82,10 @@ def perf_record(check, rectype: str, field: str, unit: str, **where):
     return sn.make_performance_function(value(), unit)
 
 
-def size_label(size: int) -> str:
-    return f'{size}B'
-
-
 def sweep_variables(check, field: str, name: str, unit: str) -> dict:
     """``<name>_<size>B`` for every DATA record: each measured size reaches the perflog."""
     sizes = [int(r['size']) for r in _stdout_records(check)['DATA']]
-    return {f'{name}_{size_label(s)}': perf_record(check, 'DATA', field, unit, size=s)
+    return {experiments.sized_name(name, s): perf_record(check, 'DATA', field, unit, size=s)
             for s in sizes}
 
 

@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from commcheck import paths
@@ -177,23 +177,39 @@ def cached_cmake_build(stack: Stack, work: Path, source: Path | None = None,
     return store(built.parent, key, inputs, root) / 'bin', 'built'
 
 
+def step_main(usage: str, fits: bool, step: Callable[[], str],
+              errors: tuple[type[Exception], ...], failed: str = 'ERROR: {err}',
+              failed_code: int = 1) -> int:
+    """A build step run as ``python -m commcheck.site.<module>`` by a ReFrame build fixture:
+    ``usage`` and exit 2 when the arguments do not fit; else ``step()``, its line printed
+    after ``commcheck:`` (exit 0), or one of ``errors`` said as ``failed`` (exit
+    ``failed_code``)."""
+    if not fits:
+        print(f'usage: python -m {usage}', file=sys.stderr)
+        return 2
+    try:
+        said = step()
+    except errors as err:
+        print(failed.format(err=err), file=sys.stderr)
+        return failed_code
+    print(f'commcheck: {said}')
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """``python -m commcheck.site.kbuild store INSTALL_DIR KEY INPUTS_JSON CACHE_ROOT``: as the
     ReFrame build fixture runs it after installing the kernels, to keep them for the next
     session."""
-    if len(argv) != 5 or argv[0] != 'store':
-        print('usage: python -m commcheck.site.kbuild store INSTALL_DIR KEY INPUTS_JSON '
-              'CACHE_ROOT', file=sys.stderr)
-        return 2
-    try:
+    def keep() -> str:
         inputs = json.loads(Path(argv[3]).read_text())
         target = store(Path(argv[1]), argv[2], inputs, Path(argv[4]))
-    except (OSError, ValueError) as err:
-        # The build itself is good: this session uses it from its stage, the next rebuilds.
-        print(f'commcheck: kernels not kept for the next session: {err}', file=sys.stderr)
-        return 0
-    print(f'commcheck: kernels kept for the next session in {target}')
-    return 0
+        return f'kernels kept for the next session in {target}'
+
+    # A store that fails leaves the build good: this session uses it from its stage, the next
+    # rebuilds (exit 0).
+    return step_main('commcheck.site.kbuild store INSTALL_DIR KEY INPUTS_JSON CACHE_ROOT',
+                     len(argv) == 5 and argv[0] == 'store', keep, (OSError, ValueError),
+                     'commcheck: kernels not kept for the next session: {err}', 0)
 
 
 if __name__ == '__main__':

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from commcheck.site import flavours
+from commcheck.site.kbuild import step_main
 
 MPI4PY_VERSION = '4.1.2'
 DONE = '.commcheck-build.json'   # written last: its presence means the build is complete
@@ -236,19 +237,14 @@ def describe(target: Path, reused: bool) -> str:
 def main(argv: list[str]) -> int:
     """``python -m commcheck.site.mpi4py_build MPICC MPI_VERSION CACHE_DIR [FLAVOUR]``: as the
     build fixture of an environment with Python runs it; says which mpi4py the stack has."""
-    if len(argv) not in (3, 4):
-        print('usage: python -m commcheck.site.mpi4py_build MPICC MPI_VERSION CACHE_DIR '
-              '[FLAVOUR]', file=sys.stderr)
-        return 2
-    cc, version, cache = argv[:3]
-    reused = (Path(cache) / 'mpi4py' / build_key(cc, version) / DONE).exists()
-    try:
-        target = ensure_mpi4py(cc, version, cache, flavour=argv[3] if len(argv) == 4 else None)
-    except Mpi4pyBuildError as err:
-        print(f'ERROR: {err}', file=sys.stderr)
-        return 1
-    print(f'commcheck: {describe(target, reused)}')
-    return 0
+    def build() -> str:
+        cc, version, cache = argv[:3]
+        reused = (Path(cache) / 'mpi4py' / build_key(cc, version) / DONE).exists()
+        flavour = argv[3] if len(argv) == 4 else None
+        return describe(ensure_mpi4py(cc, version, cache, flavour=flavour), reused)
+
+    return step_main('commcheck.site.mpi4py_build MPICC MPI_VERSION CACHE_DIR [FLAVOUR]',
+                     len(argv) in (3, 4), build, (Mpi4pyBuildError,))
 
 
 if __name__ == '__main__':

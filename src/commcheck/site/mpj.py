@@ -31,6 +31,7 @@ import zipfile
 from pathlib import Path
 
 from commcheck import experiments, paths
+from commcheck.site.kbuild import step_main
 
 DEBIAN_MPJ = Path('/usr/share/mpj')     # libmpj-java
 DEBIAN_JAVA = Path('/usr/share/java')   # its dependencies: liblog4j1.2-java, libcommons-*-java
@@ -210,16 +211,9 @@ def run(home: Path, ranks: int, jar: Path, program: str, *args: str,
 def main(argv: list[str]) -> int:
     """``python -m commcheck.site.mpj STATE_DIR BUILD_DIR``: the MPJ_HOME and the kernels' jar, as
     the build fixture of a Java environment makes them."""
-    if len(argv) != 2:
-        print('usage: python -m commcheck.site.mpj STATE_DIR BUILD_DIR', file=sys.stderr)
-        return 2
-    try:
-        jar = compile_kernels(argv[1], mpj_home(argv[0]))
-    except MpjError as err:
-        print(f'ERROR: {err}', file=sys.stderr)
-        return 1
-    print(f'commcheck: Java kernels in {jar}')
-    return 0
+    return step_main('commcheck.site.mpj STATE_DIR BUILD_DIR', len(argv) == 2,
+                     lambda: f'Java kernels in {compile_kernels(argv[1], mpj_home(argv[0]))}',
+                     (MpjError,))
 
 
 if __name__ == '__main__':

@@ -25,8 +25,8 @@ from commcheck.report.plots import Painter
 
 #: What Outlier.describe() starts with: kind, name, metric.
 NAMED = re.compile(r'^(node|link) (\S+): (\w+) ')
-COLLECTIVE_KEYS = ('allreduce_8B', 'allreduce_65536B', 'alltoall_1024B', 'bcast_65536B',
-                   'barrier')
+#: The collectives' columns: OSU's collectives check's key variables, from the table.
+COLLECTIVE_KEYS = experiments.key_variables('OsuCollectives')
 
 
 def _records(case: Case) -> list[dict]:

@@ -4,7 +4,7 @@ published finding judged on today's data."""
 from __future__ import annotations
 
 from commcheck.analysis import seeds
-from commcheck.experiments import POINTER_PHASES
+from commcheck.experiments import POINTER_PHASES, sized_name
 from commcheck.report import findings
 from commcheck.report.context import Context, Section
 from commcheck.report.model import checks
@@ -35,7 +35,7 @@ def _seed001(ctx: Context) -> dict:
             'rows': [{'size': size, 'published': rtt,
                       'today': [2 * sweep[size] if size in sweep else None
                                 for _, sweep, _ in stacks],
-                      'ranges': [interval(ctx, t, f'latency_{size}B', 2.0)
+                      'ranges': [interval(ctx, t, sized_name('latency', size), 2.0)
                                  for _, _, t in stacks]}
                      for size, rtt in seeds.SEED001_RTT_US.items()]}
 

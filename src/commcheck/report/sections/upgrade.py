@@ -8,7 +8,7 @@ a session without one says so in a line."""
 from __future__ import annotations
 
 from commcheck.analysis import gate
-from commcheck.report.context import Context, Section
+from commcheck.report.context import Context, Section, record_rows
 from commcheck.report.model import finite, text
 
 
@@ -37,17 +37,9 @@ def build(ctx: Context) -> Section:
     record = ctx.upgrade
     if record is None:
         return Section({'record': None}, 'upgrade.html.j2')
-    uuids = {s.uuid for s in ctx.sessions}
-    if not uuids & {text(u) for u in record.get('sessions', [])}:
-        ctx.warn(f'the upgrade record is of session(s) {record.get("sessions")}, not of the '
-                 f'reported one(s); not shown')
+    rows = record_rows(ctx, record, 'upgrade', 'judgements', 'judgement', _row)
+    if rows is None:
         return Section({'record': None}, 'upgrade.html.j2')
-    rows = []
-    for j in record.get('judgements', []):
-        if not isinstance(j, dict):
-            ctx.warn('upgrade record: a judgement that is not a mapping; skipped')
-            continue
-        rows.append(_row(j))
     order = {v: i for i, v in enumerate(gate.VERDICTS)}
     rows.sort(key=lambda r: (order.get(r['verdict'], 99), r['test'], r['variable']))
     settings = record.get('settings') if isinstance(record.get('settings'), dict) else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from commcheck import experiments
 from commcheck.analysis import gate as gate_mod
-from commcheck.report.context import Context, Section
+from commcheck.report.context import Context, Section, record_rows
 from commcheck.report.model import Case, experiment_languages, feature, finite, text
 
 #: ReFrame's results, in the columns the summary counts them in ('fail_deps' is a skip).
@@ -48,17 +48,9 @@ def _gate(ctx: Context) -> tuple[dict | None, str]:
     if record is None:
         return None, ('No gate record for this session: nothing was compared with a baseline '
                       '(commcheck compare writes one; the report then shows it).')
-    uuids = {s.uuid for s in ctx.sessions}
-    if not uuids & {text(u) for u in record.get('sessions', [])}:
-        ctx.warn(f'the gate record is of session(s) {record.get("sessions")}, not of the '
-                 f'reported one(s); not shown')
+    rows = record_rows(ctx, record, 'gate', 'comparisons', 'comparison', _gate_row)
+    if rows is None:
         return None, 'The gate record found is of other sessions; not shown.'
-    rows = []
-    for comp in record.get('comparisons', []):
-        if not isinstance(comp, dict):
-            ctx.warn('gate record: a comparison that is not a mapping; skipped')
-            continue
-        rows.append(_gate_row(comp))
     order = {v: i for i, v in enumerate(gate_mod.VERDICTS)}
     shown = (*gate_mod.SOFTWARE_REGRESSED, gate_mod.MACHINE_CHANGED, gate_mod.IMPROVED)
     flagged = sorted((r for r in rows if r['verdict'] in shown),

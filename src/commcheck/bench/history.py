@@ -41,9 +41,13 @@ from commcheck import paths
 from commcheck.results import history_gen, store
 
 console = textconsole.make()
+#: Seconds between nightly sessions.
 DAY = history_gen.DAY
+#: The command each timed step runs, in a process of its own.
 CC = [sys.executable, '-m', 'commcheck.cli']
+#: The real session the histories are made from (the report tests' fixture), by default.
 SOURCE = paths.REPO_ROOT / 'tests' / 'report' / 'fixtures' / 'session-main.json.gz'
+#: Sessions the baseline takes: ``baseline --last``, and the peer's window before the newest.
 BASELINE_SESSIONS = 20
 
 

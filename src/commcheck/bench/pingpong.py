@@ -28,7 +28,9 @@ from commcheck.errors import UserError
 from commcheck.rfm.build import osu_program
 from commcheck.site import discover, kbuild, rfmconfig
 
+#: Rounds, each every stack and program in turn (the median and the best are printed).
 ROUNDS = 7
+#: The size bandwidth is measured at (bytes).
 MIB = 1 << 20
 console = textconsole.make()
 

@@ -39,17 +39,23 @@ from rich.table import Table
 from commcheck import console as textconsole
 from commcheck import experiments, paths
 from commcheck.analysis import gate, paired
-from commcheck.cli import bench_gate
+from commcheck.bench import gate as bench_gate
 from commcheck.errors import UserError
 from commcheck.results.store import Sample
 from commcheck.site import kbuild, slowmpi
 
 AA, AA_BUSY = 'A/A', 'A/A, busy loops'
+#: The kinds of session and the wait each adds on the new side (% of a launch's own time).
 KINDS = {AA: 0.0, '+2 %': 2.0, '+5 %': 5.0, '+10 %': 10.0, '+20 %': 20.0, AA_BUSY: 0.0}
+#: Pairs each session is judged at (its first n).
 PAIR_COUNTS = (6, 8, 12, 16)
+#: Sessions before a judged one whose old sides make the gate's baseline.
 BASELINE_SESSIONS = 3
+#: The rules every session is judged by, in the tables' order.
 RULES = ('paired', 'gate', 'environ', 'perf-compare 10 %')
-SHOWN = ('latency_8B', 'bw_1048576B')
+#: The variables the tables show one by one (the issue's).
+SHOWN = (experiments.sized_name('latency', 8), experiments.sized_name('bw', 1 << 20))
+#: The version of the record ``--json`` writes and ``--rejudge`` reads.
 FORMAT_VERSION = 1
 console = textconsole.make()
 

@@ -59,20 +59,31 @@ from commcheck.results.store import Sample
 from commcheck.rfm.caches import host_last_level_cache
 from commcheck.site import discover, kbuild
 
+#: The message sizes of every launch (bytes): 8 B, 1 KiB, 1 MiB.
 SIZES = (8, 1024, 1 << 20)
-VARIABLES = {'latency_8B': (8, 'oneway_us', 'us'), 'latency_1024B': (1024, 'oneway_us', 'us'),
-             'bw_1048576B': (1 << 20, 'bw_MBps', 'MB/s')}
+#: The key variables each launch measures: perf variable -> (size, DATA record's field, unit).
+VARIABLES = {experiments.sized_name(name, size): (size, field, unit) for name, size, field, unit
+             in (('latency', 8, 'oneway_us', 'us'), ('latency', 1024, 'oneway_us', 'us'),
+                 ('bw', 1 << 20, 'bw_MBps', 'MB/s'))}
+#: The test the launches are stored as (the main job's C ping-pong).
 TEST = 'PingPong %lang=c'
 #: --stencil: the Stencil test each launch also runs, and its variables' units.
 STENCIL_TEST = 'Stencil %variant=sr %ranks=2 %seq.lang=c'
 STENCIL_VARIABLES = {'time': 's', 'floor_time': 's'}
+#: Round trips per launch.
 ITERS = 400
+#: Launches a side each judged session is judged at (its first n).
 PER_SIDE = (5, 6, 8, 10, 12)
+#: Clean sessions before a judged one that make its baseline.
 BASELINE_SESSIONS = 3
+#: The slowdowns planted for the power (a fraction: 20 %, 10 %, 5 %).
 EFFECTS = (0.20, 0.10, 0.05)
+#: The thresholds of the peer rule on ``--performance-compare`` (10 %, 20 %).
 PEERS = (0.10, 0.20)
 CLEAN, SLOWED, DEGRADED = 'clean', 'slowed machine', 'degraded MPI'
+#: A degraded session's environment: Open MPI off shared memory.
 DEGRADE = {'openmpi': {'OMPI_MCA_btl': 'self,tcp'}}
+#: With ``--ucx``, also MPICH's UCX on TCP.
 DEGRADE_UCX = {'mpich': {'UCX_TLS': 'tcp,self'}}
 OLD_MIN_EFFECT, OLD_ALPHA, OLD_MIN_SAMPLES = 0.20, 0.05, 5
 console = textconsole.make()
@@ -273,6 +284,7 @@ def evaluate(sessions: list[dict], per_side: int) -> dict:
     return out
 
 
+#: The rules every session is judged by, in the tables' order.
 RULES = ('new', 'old', *(f'peer {x:.0%}' for x in PEERS))
 
 
