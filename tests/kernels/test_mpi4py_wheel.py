@@ -23,21 +23,31 @@ DEBIAN_MPICH = [s for s in STACKS if s.mpi.prefix == '/usr' and s.mpi.flavour ==
 def test_the_wheels_library_is_the_flavours_soname_found_beside_the_wrapper():
     for stack in SERVED:
         found = mpi4py_build.wheel_library(stack.mpi.cc, stack.mpi.flavour)
-        assert os.path.basename(found) == stack.mpi.record.mpi4py_wheel_library, stack.name
+        record = stack.mpi.record
+        assert os.path.basename(found) in (record.mpi4py_wheel_library,
+                                           *record.mpi4py_wheel_aliases), stack.name
     assert mpi4py_build.wheel_library('/usr/bin/mpicc.openmpi', 'mpj-express') is None
 
 
 @pytest.mark.skipif(not DEBIAN_MPICH, reason="no Debian MPICH (mpicc.mpich) here")
-def test_debian_mpich_is_refused_saying_why(tmp_path):
-    """Debian's MPICH has libmpich.so.12 only: the flavour's note says so, and the refusal
-    names the library that is missing."""
+def test_debian_mpich_gets_the_wheel_through_a_link_of_the_wheels_name(tmp_path):
+    """Debian's MPICH has libmpich.so.12 only (the same ABI): the wheel serves it through a
+    link named libmpi.so.12 in the stack's directory, on LD_LIBRARY_PATH; it loads MPICH 4."""
     stack = DEBIAN_MPICH[0]
-    info, why = mpi4py_build._try_wheel(stack.mpi.cc, stack.mpi.version, 'mpich', tmp_path,
-                                        tmp_path / 'target', mpi4py_build.MPI4PY_VERSION)
-    assert info is None
-    assert 'no libmpi.so.12 where /usr/bin/mpicc.mpich links from' in why
-    assert flavours.FLAVOURS['mpich'].mpi4py_wheel_note in why
-    assert not (tmp_path / 'target').exists()
+    target = mpi4py_build.ensure_mpi4py(stack.mpi.cc, stack.mpi.version, tmp_path,
+                                        flavour='mpich')
+    info = mpi4py_build.build_info(target)
+    assert info['source'] == 'wheel' and 'wheel_refused' not in info
+    settings = mpi4py_build.kernel_settings(tmp_path, stack.mpi.cc, stack.mpi.version)
+    link = target / 'lib' / 'libmpi.so.12'
+    assert settings['MPI4PY_LIBMPI'] == str(link)
+    assert settings['LD_LIBRARY_PATH'] == str(link.parent)
+    assert os.path.basename(os.path.realpath(link)).startswith('libmpich.so.12')
+    library = mpi4py_build.library_version(target, settings)
+    assert flavours.identify_library(library) == ('mpich', stack.mpi.version), library
+    # without the link's directory on the loader's path the extension cannot load
+    bare = mpi4py_build.library_version(target, {'MPI4PY_LIBMPI': str(link)})
+    assert bare.startswith('(import failed') and 'libmpi.so.12' in bare
 
 
 def test_a_library_line_of_another_stack_is_not_the_stacks():

@@ -66,6 +66,10 @@ class Flavour:
     #: kernel loads that stack's library and no other; empty: never tried, mpi4py is built
     #: from source against the stack.
     mpi4py_wheel_library: str = ''
+    #: The same ABI's library under other names (Debian's MPICH 4.0.2 ships libmpich.so.12 and
+    #: no libmpi.so.12): when only one of these is found, it is linked under the wheel's name
+    #: in the stack's mpi4py directory, which the kernels get on ``LD_LIBRARY_PATH``.
+    mpi4py_wheel_aliases: tuple[str, ...] = ()
     #: Where the wheel does not serve a stack of this flavour, and why: the source build then.
     mpi4py_wheel_note: str = ''
 
@@ -123,10 +127,7 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
         per_node_options=('-ppn', '{n}'),
         srun_mpi='pmi2', netpipe='NPmpich2',
-        mpi4py_wheel_library='libmpi.so.12',
-        mpi4py_wheel_note='Debian\'s MPICH (4.0.2) names its library libmpich.so.12 and has no '
-                          'libmpi.so.12, the library the wheel\'s MPICH extension is linked '
-                          'to: mpi4py is built from source there (the MPICH wheel, 5.x, serves)'),
+        mpi4py_wheel_library='libmpi.so.12', mpi4py_wheel_aliases=('libmpich.so.12',)),
     Flavour(
         name='openmpi', title='Open MPI', spack_package='openmpi', launcher='mpirun',
         spack_plain_wrappers=True,

@@ -115,11 +115,23 @@ def wheel_library(cc: str, flavour: str | None) -> str | None:
     dirs.append(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(cc))), 'lib'))
     dirs += [os.path.dirname(os.path.realpath(os.path.join(d, 'libmpi.so'))) for d in dirs
              if os.path.exists(os.path.join(d, 'libmpi.so'))]
-    for folder in dict.fromkeys(dirs):
-        candidate = os.path.join(folder, record.mpi4py_wheel_library)
-        if os.path.exists(candidate):
-            return candidate
+    for name in (record.mpi4py_wheel_library, *record.mpi4py_wheel_aliases):
+        for folder in dict.fromkeys(dirs):
+            candidate = os.path.join(folder, name)
+            if os.path.exists(candidate):
+                return candidate
     return None
+
+
+def _library_settings(library_file: str, wanted: str, where: Path) -> dict[str, str]:
+    """What a kernel needs to load ``library_file`` as the wheel's ``wanted`` library: its
+    path, or, when it has another name (an alias), a link of the wanted name in ``where/lib``
+    (made here) and that directory on ``LD_LIBRARY_PATH`` (the extension names ``wanted``)."""
+    if os.path.basename(library_file) == wanted:
+        return {'MPI4PY_LIBMPI': library_file}
+    (where / 'lib').mkdir(exist_ok=True)
+    (where / 'lib' / wanted).symlink_to(library_file)
+    return {'MPI4PY_LIBMPI': str(where / 'lib' / wanted), 'LD_LIBRARY_PATH': str(where / 'lib')}
 
 
 def _pip_into(target: Path, args: list[str], env: dict, what: str) -> float:
@@ -166,14 +178,17 @@ def _try_wheel(cc: str, mpi_version: str, flavour: str | None, root: Path, targe
         wheel = ensure_wheel(root, mpi4py_version)
     except Mpi4pyBuildError as err:
         return None, str(err).splitlines()[0]
-    env = {'MPI4PY_LIBMPI': library_file}
-    library = library_version(wheel, env)
-    if not names_stack(library, mpi_version, flavour):
-        return None, f'with MPI4PY_LIBMPI={library_file} the wheel loads {library}'
     scratch = root / f'.{target.name}.{os.getpid()}'
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
+    env = _library_settings(library_file, record.mpi4py_wheel_library, scratch)
+    library = library_version(wheel, env)
+    if not names_stack(library, mpi_version, flavour):
+        shutil.rmtree(scratch, ignore_errors=True)
+        return None, f'with MPI4PY_LIBMPI={library_file} the wheel loads {library}'
     (scratch / 'mpi4py').symlink_to(wheel / 'mpi4py')
+    # the directory is renamed to the target when complete: the settings name it there
+    env = {k: v.replace(str(scratch), str(target)) for k, v in env.items()}
     return {'source': 'wheel', 'pythonpath': str(scratch), 'env': env,
             'library': library, 'build_seconds': 0.0}, ''
 
