@@ -65,7 +65,11 @@ def mpi4py_dirs():
 
 
 def py_run(stack, mpi4py_dir, ranks: int, script: str, *args: str, timeout: int = 120):
-    env = dict(os.environ, **_stack_env(stack), PYTHONPATH=str(mpi4py_dir))
+    # what the jobs get (rfm/build.py): the stack's mpi4py and the settings its record names
+    # (the wheel: MPI4PY_LIBMPI, and LD_LIBRARY_PATH where the library is linked under the
+    # wheel's name); without them the wheel loads whichever libmpi the loader finds first
+    settings = mpi4py_build.build_info(mpi4py_dir).get('env', {})
+    env = dict(os.environ, **_stack_env(stack), **settings, PYTHONPATH=str(mpi4py_dir))
     cmd = [_launcher(stack), '-n', str(ranks), sys.executable, str(PY_KERNELS / script), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
