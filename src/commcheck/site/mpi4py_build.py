@@ -126,11 +126,9 @@ def wheel_library(cc: str, flavour: str | None) -> str | None:
 def _library_settings(library_file: str, wanted: str, where: Path) -> dict[str, str]:
     """What a kernel needs to load ``library_file`` as the wheel's ``wanted`` library: its
     path, or, when it has another name (an alias), a link of the wanted name in ``where/lib``
-    (made here) and that directory on ``LD_LIBRARY_PATH`` (the extension names ``wanted``)."""
+    and that directory on ``LD_LIBRARY_PATH`` (the extension names ``wanted``)."""
     if os.path.basename(library_file) == wanted:
         return {'MPI4PY_LIBMPI': library_file}
-    (where / 'lib').mkdir(exist_ok=True)
-    (where / 'lib' / wanted).symlink_to(library_file)
     return {'MPI4PY_LIBMPI': str(where / 'lib' / wanted), 'LD_LIBRARY_PATH': str(where / 'lib')}
 
 
@@ -181,14 +179,18 @@ def _try_wheel(cc: str, mpi_version: str, flavour: str | None, root: Path, targe
     scratch = root / f'.{target.name}.{os.getpid()}'
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    env = _library_settings(library_file, record.mpi4py_wheel_library, scratch)
-    library = library_version(wheel, env)
+    # tried in the scratch directory, which is renamed to the target when complete
+    wanted = record.mpi4py_wheel_library
+    tried = _library_settings(library_file, wanted, scratch)
+    if 'LD_LIBRARY_PATH' in tried:                  # an alias: linked under the wanted name
+        (scratch / 'lib').mkdir()
+        (scratch / 'lib' / wanted).symlink_to(library_file)
+    library = library_version(wheel, tried)
     if not names_stack(library, mpi_version, flavour):
         shutil.rmtree(scratch, ignore_errors=True)
         return None, f'with MPI4PY_LIBMPI={library_file} the wheel loads {library}'
     (scratch / 'mpi4py').symlink_to(wheel / 'mpi4py')
-    # the directory is renamed to the target when complete: the settings name it there
-    env = {k: v.replace(str(scratch), str(target)) for k, v in env.items()}
+    env = _library_settings(library_file, wanted, target)
     return {'source': 'wheel', 'pythonpath': str(scratch), 'env': env,
             'library': library, 'build_seconds': 0.0}, ''
 
