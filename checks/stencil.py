@@ -109,7 +109,7 @@ class RepeatedRuns(rfm.RegressionTestPlugin):
     min_reps = variable(int)
 
     #: More runs until their times add up to this many seconds (``--target-seconds``).
-    #: :type: float  :default: the check's, from its experiment (1.0)
+    #: :type: float  :default: the check's, from its experiment (Stencil 0.5, sequential 1.0)
     target_seconds = variable(float)
 
     def repetition_options(self) -> list[str]:

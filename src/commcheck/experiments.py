@@ -103,6 +103,10 @@ class Experiment:
     #: Where a check has no floor, why (its launches note ``no floor: <why>``): the gate
     #: then judges the raw value, and a slower machine reads as ``regressed`` there.
     no_floor: str = ''
+    #: Where the floors are MPI figures themselves, what they are (the datatypes' contiguous
+    #: send): a floor that moved is then the MPI's or the machine's, not told apart, so the
+    #: gate never words its move "machine changed" (:func:`mpi_floor`).
+    mpi_floors: str = ''
     #: The check's defaults (variable -> value): what a plain run uses. The check reads them
     #: from here (:func:`default`), and so do the tests that run its kernels at its sizes.
     defaults: tuple[tuple[str, object], ...] = ()
@@ -146,6 +150,7 @@ EXPERIMENTS = (
         # the contiguous send of the same launch, same ranks, just before the mode's sweep:
         # what the datatype engine adds is the mode's figure over it
         floors=(('r_inf', 'r_inf_contig'), ('t0', 't0_contig')),
+        mpi_floors='the contiguous send of the same launch, an MPI figure',
         seed_mode=('sizes=8:1048576', 'iters=2000'),
         quick_mode=('sizes=8:16384', 'iters=40', 'warmup=4'),
         defaults=(('sizes', '8:65536'), ('iters', 200), ('warmup', 20))),
@@ -163,14 +168,16 @@ EXPERIMENTS = (
         quick_mode=('n=480', 'steps=20', 'max_ranks=4', 'min_reps=1', 'target_seconds=0'),
         full_mode=_ALL_OVERSUBSCRIBED,
         # n, steps None: sized from the node's last-level cache (grid_n). Runs of the
-        # steps, at least 7 and 1 s of them: at 1 rank, 7 sequential / variant pairs in the
-        # time 3 pairs of 50 steps took, their median ratio steadier. Of the rank counts
+        # steps, at least 7 and 0.5 s of them: at 1 rank, 7 sequential / variant pairs in the
+        # time 3 pairs of 50 steps took, their median ratio steadier; 0.5 s (8 pairs at 2
+        # ranks, not 15) spread time over its floor across launches as 1 s did, 0.7 s less
+        # a launch (docs/first-run.md#the-stencils-measuring-time). Of the rank counts
         # above the cores (oversubscribed: time-sliced, never judged) only the smallest runs,
         # on the kernel tests' grid (48^2, 10 steps: where every stencil mutant is killed at 4
         # ranks, tests/kernels/test_mutants.py), verified cell by cell: it validates the halo
         # exchange across more ranks (2 x 2 on a 2-core node) at a fraction of the cost.
         defaults=(('n', None), ('steps', None), ('max_ranks', 9), ('min_reps', 7),
-                  ('target_seconds', 1.0), ('oversubscribed_counts', 1),
+                  ('target_seconds', 0.5), ('oversubscribed_counts', 1),
                   ('oversubscribed_n', 48), ('oversubscribed_steps', 10))),
     Experiment(
         check='StencilSequential', title='Sequential stencil baseline', kernels=('stencil',),
@@ -275,6 +282,14 @@ FLOOR_VARIABLES = (
     FloorVariable('floor_bw', 'bw_MBps', 'MB/s', HIGHER_IS_BETTER,
                   'size over that one-way time: a copy bandwidth without MPI'),
 )
+#: The CPU contention a launch of the floor kernels measured (a perf variable, a fraction): the
+#: largest share, over its FLOOR records, of a size's measuring (its MPI and floor batches) that
+#: one of the two ranks was ready to run but waited for a CPU (run delay, /proc/self/schedstat).
+#: Busy loops on the ranks' cores make it large; a pipelined MPI transport then slows more than
+#: the floor's one copy (MPICH 4's 1 MiB, measured: docs/floors.md), so the gate reads it
+#: beside the floors (:func:`commcheck.analysis.gate.contended`). Judged with the floors,
+#: never on its own, never referenced.
+CPU_WAIT = 'cpu_wait'
 #: Checks whose C and Fortran kernels measure the floor, and the languages that do not: the
 #: managed kernels (Java, Python) have none (a JIT and an interpreter between the program and
 #: the hardware; no shared segment outside MPI).
@@ -360,15 +375,24 @@ def floor_variable(variable: str) -> FloorVariable | None:
 
 def is_floor(check: str, variable: str) -> bool:
     """Whether ``variable`` is a floor: a hardware one, or one a key variable of ``check`` is
-    judged against (judged with that variable, never on its own)."""
+    judged against, or the CPU wait measured with the hardware floors (:data:`CPU_WAIT`):
+    the machine's figures, judged with the variables, never on their own."""
     exp = BY_CHECK.get(check)
-    return bool(floor_variable(variable) or (exp and variable in dict(exp.floors).values()))
+    return bool(floor_variable(variable) or variable == CPU_WAIT
+                or (exp and variable in dict(exp.floors).values()))
 
 
 def floor_of(check: str, variable: str) -> str | None:
     """The floor variable a key variable of ``check`` is judged against, if declared."""
     exp = BY_CHECK.get(check)
     return dict(exp.floors).get(variable) if exp else None
+
+
+def mpi_floor(check: str) -> str:
+    """What ``check``'s floors are where they are MPI figures (``''``: hardware floors, or
+    none): their move is the MPI's or the machine's, never worded "machine changed"."""
+    exp = BY_CHECK.get(check)
+    return exp.mpi_floors if exp else ''
 
 
 def own_variable(variable: str) -> str:
@@ -392,13 +416,14 @@ def own_cost_of(check: str, variable: str) -> tuple[str, str] | None:
 
 
 def gated_variables(check: str) -> tuple[str, ...]:
-    """The key variables of ``check``, their floors and own costs: what baseline and compare
-    keep."""
+    """The key variables of ``check``, their floors and own costs, and with hardware floors
+    the CPU wait: what baseline and compare keep."""
     exp = BY_CHECK.get(check)
     if not exp:
         return ()
+    hardware = any(floor_variable(f) for _, f in exp.floors)    # the FLOOR kernels'
     return (key_variables(check) + tuple(dict.fromkeys(f for _, f in exp.floors))
-            + tuple(own for own, _, _ in own_costs(check)))
+            + tuple(own for own, _, _ in own_costs(check)) + ((CPU_WAIT,) if hardware else ()))
 
 #: Feature -> where an environment gets it: what `commcheck run` says when no environment has it.
 FEATURE_SOURCES = {
@@ -463,6 +488,8 @@ _HIGHER_NAMES = ('bw', 'bibw', 'r_inf', 'speedup', 'efficiency', 'glups', 'bw_fr
 def direction(check: str, variable: str, unit: str = '') -> str | None:
     """Which way a change of ``variable`` is worse, or None for values without a direction
     (counts, breakpoints, fit residuals): the experiment's declaration, else the unit."""
+    if variable == CPU_WAIT:
+        return LOWER_IS_BETTER
     exp = BY_CHECK.get(check)
     if exp:
         for name, way in exp.key_variables:

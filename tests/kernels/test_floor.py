@@ -10,7 +10,8 @@ never speed.
 import pytest
 
 from commcheck import experiments
-from commcheck.analysis import kernel_records
+from commcheck.analysis import gate, kernel_records
+from commcheck.bench import gate as bench_gate
 from tests.conftest import REFERENCE_STACKS as STACKS
 from tests.conftest import mpirun, needs_stacks
 
@@ -18,7 +19,8 @@ pytestmark = needs_stacks()
 
 ARGS = ('--sizes', '1:4096', '--iters', '20', '--warmup', '2')
 FLOOR_SIZES = [1, 8, 1024, 4096]        # smallest, 8 B, 1 KiB, largest
-FIELDS = ['size', 'kind', 'iters', 'batches', 'rtt_us', 'oneway_us', 'bw_MBps']
+FIELDS = ['size', 'kind', 'iters', 'batches', 'rtt_us', 'oneway_us', 'bw_MBps',
+          experiments.CPU_WAIT]
 CASES = [(s, f'{k}-{lang}') for s in STACKS for k in ('pingpong', 'comms2')
          for lang in ('c', 'f') if lang == 'c' or s.has_fortran]
 IDS = [f'{s.name}-{p}' for s, p in CASES]
@@ -42,6 +44,23 @@ def test_the_floor_is_measured_beside_the_sweep(kernel_builds, stack, program, m
         assert r['oneway_us'] == pytest.approx(r['rtt_us'] / 2, rel=1e-3, abs=1e-4)
         assert r['bw_MBps'] == pytest.approx(r['size'] / r['oneway_us'], rel=5e-3, abs=6e-3)
         assert r['rtt_us'] > 0
+        assert 0 <= r[experiments.CPU_WAIT] <= 1.01     # a share of the size's measuring
+
+
+def test_busy_loops_on_the_cores_show_as_cpu_wait(kernel_builds):
+    """A busy loop on every core makes the ranks wait for their CPUs: the FLOOR records say
+    so (the gate then reads the launch as a contended machine). Only the loaded case is
+    asserted: a quiet machine's share depends on its neighbours."""
+    stack = STACKS[0]
+    loops = bench_gate.busy_loops()
+    try:
+        rows = floors(mpirun(stack, 2, kernel_builds[stack.name] / 'pingpong-c', '--sizes',
+                             '8:1048576', '--iters', '400', '--warmup', '40'))
+    finally:
+        for proc in loops:
+            proc.kill()
+            proc.wait()
+    assert max(r[experiments.CPU_WAIT] for r in rows) > gate.CONTENDED, rows
 
 
 @pytest.mark.parametrize('stack,program', CASES, ids=IDS)

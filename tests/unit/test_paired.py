@@ -153,3 +153,21 @@ def test_own_costs_and_declared_floors_are_not_judged_on_their_own():
                          'unit': 's'}) for s in samples]
     judged, = paired.compare(stencil, OLD, NEW)
     assert (judged.key.variable, judged.floor_variable) == ('time', 'floor_time')
+
+
+def test_an_mpi_floor_is_each_stacks_own_so_the_value_is_judged():
+    """The datatypes' floor is the contiguous send of the same launch, an MPI figure: in an
+    upgrade it is each stack's own, so the pairs judge the value (the shared machine cancels
+    from it), and a new stack whose contiguous send is what slowed reads as slower, where
+    the figure over that floor would call it unchanged."""
+    samples = session(12, 5)
+    dtype = [Sample(**{**{f: getattr(s, f) for f in s.__slots__},
+                       'test': 'DerivedDatatypes %lang=c %element=double %mode=vector',
+                       'variable': {'latency_8B': 't0'}.get(s.variable, 't0_contig'),
+                       # the new stack's contiguous send and its vector send both 30 % slower
+                       'value': s.value * (1.3 if s.environ == NEW else 1.0)})
+             for s in samples]
+    judged, = paired.compare(dtype, OLD, NEW)
+    assert judged.floor_variable is None and judged.floor is None
+    assert judged.verdict == gate.REGRESSED and judged.slower == NEW
+    assert judged.note.startswith('judged on the value: its floor, the contiguous send')

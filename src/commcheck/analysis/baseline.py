@@ -88,6 +88,18 @@ def tolerance(values: list[float], direction: str, policy: Policy,
     return med, mad, excess if lower else 1 - 1 / (1 + excess)
 
 
+def _variable(samples: list, direction: str, median: float, mad: float,
+              tol: float) -> Variable:
+    """One baselined variable from its launches' samples (of one key)."""
+    first = samples[0]
+    return Variable(
+        system=first.system, partition=first.partition, environ=first.environ,
+        test=first.test, variable=first.variable, unit=first.unit, direction=direction,
+        median=median, mad=mad, tolerance=tol, samples=[s.value for s in samples],
+        provenance=[s.prov for s in samples], sessions=[s.session for s in samples],
+        times=[s.time for s in samples])
+
+
 def compute(sessions: list[Session], system: str, policy: Policy,
             warn) -> list[Variable]:
     samples = [s for sess in sessions for s in sess.samples
@@ -106,19 +118,19 @@ def compute(sessions: list[Session], system: str, policy: Policy,
         if len(values) < policy.min_samples:
             short.append((key, len(values)))
             continue
+        if first.variable == experiments.CPU_WAIT:
+            # the launches' CPU contention, kept for the gate to compare with (a quiet node's
+            # is 0): no bound, never referenced
+            med = statistics.median(values)
+            chosen.append(_variable(group_samples, direction, med, robust.mad(values, med), 0.0))
+            continue
         if statistics.median(values) <= 0:
             warn(f'{" ".join(key[2:])}: median {statistics.median(values):g} {first.unit} is not '
                  f'positive (no bound is a fraction of it); not baselined')
             continue
         med, mad, tol = tolerance(values, direction, policy,
                                   own=bool(experiments.own_cost_of(first.check, first.variable)))
-        chosen.append(Variable(
-            system=key.system, partition=key.partition, environ=key.environ, test=key.test,
-            variable=key.variable,
-            unit=first.unit, direction=direction, median=med, mad=mad, tolerance=tol,
-            samples=values, provenance=[s.prov for s in group_samples],
-            sessions=[s.session for s in group_samples],
-            times=[s.time for s in group_samples]))
+        chosen.append(_variable(group_samples, direction, med, mad, tol))
     if not chosen:
         most = max((n for _, n in short), default=0)
         raise BaselineError(f'too few launches to baseline: at most {most} per variable, need '

@@ -27,7 +27,12 @@ the verdict "machine changed" also where MPI's own cost cannot be told (its inte
 beyond the floor's move): the node is different today, which is what such a session shows.
 A variable that cannot be told, or an MPI regressed whose own floor held, while another floor
 of the same launches moved says so in its note (:func:`machine_notes`). Variables without a
-floor are judged on the raw value by the same rule (``regressed``).
+floor are judged on the raw value by the same rule (``regressed``). Two more facts of the
+launches bound what MPI's own cost can say: a floor that is an MPI figure itself (the
+datatypes' contiguous send) never makes "machine changed" (its move may be the MPI's:
+"cannot tell"); and launches whose ranks waited for a CPU well beyond the baseline's
+(:func:`contended`: busy loops on their cores) never make "MPI regressed" (a pipelined
+transport slows more than its floor there: "machine changed", :func:`contention`).
 
 Intervals, on log values (so a change is a ratio), at the family-wise level 1 - alpha/m for m
 variables compared together (Bonferroni):
@@ -254,8 +259,18 @@ def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:
     return cost.low > abs(floor.change)
 
 
-def verdict(cost: Outcome, floor: Outcome | None) -> str:
-    """The verdict from MPI's own cost (or the raw value, without a floor) and the floor."""
+def verdict(cost: Outcome, floor: Outcome | None, mpi_floor: bool = False) -> str:
+    """The verdict from MPI's own cost (or the raw value, without a floor) and the floor.
+    ``mpi_floor``: the floor is an MPI figure itself (:func:`experiments.mpi_floor`): its move
+    is the MPI's or the machine's, so what a hardware floor's move makes ``machine changed``
+    is ``cannot tell``, and a cost beyond a worse floor is ``MPI regressed``, not ``both``."""
+    said = _verdict(cost, floor)
+    if mpi_floor:
+        return {MACHINE_CHANGED: CANNOT_TELL, BOTH: MPI_REGRESSED}.get(said, said)
+    return said
+
+
+def _verdict(cost: Outcome, floor: Outcome | None) -> str:
     if floor is None:
         return {WORSE: REGRESSED, BETTER: IMPROVED, SAME: UNCHANGED,
                 UNKNOWN: CANNOT_TELL}[cost.outcome]
@@ -420,8 +435,16 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
             comp.floor_variable = None
         comp.cost = judge(series(then, comp.direction), series(now, comp.direction), m,
                           settings)
-    comp.verdict = verdict(comp.cost, comp.floor)
-    if comp.verdict == MACHINE_CHANGED and comp.cost.outcome == WORSE:
+    mpi_floor = experiments.mpi_floor(comp.check) if comp.floor else ''
+    comp.verdict = verdict(comp.cost, comp.floor, bool(mpi_floor))
+    if mpi_floor and _floor_moved(comp):
+        # said first: what decided the verdict (the launches-needed note follows it)
+        comp.note = (f"its floor {comp.floor_variable} is {mpi_floor}: its move "
+                     f"({comp.floor.interval(0)} worse-positive) is the MPI's or the "
+                     f"machine's, not told apart here (the ping-pong's hardware floors in the "
+                     f"same session tell whether the machine moved); MPI's own cost over it "
+                     f"{comp.cost.interval(0)}")
+    elif comp.verdict == MACHINE_CHANGED and comp.cost.outcome == WORSE:
         comp.note = (f"MPI's own cost {math.expm1(comp.cost.change):+.0%} too, within what the "
                      f"floor's move ({math.expm1(comp.floor.change):+.0%}) can explain")
     elif comp.verdict == MACHINE_CHANGED and comp.cost.outcome == UNKNOWN:
@@ -431,8 +454,9 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
     elif comp.verdict == CANNOT_TELL and comp.cost.outcome == WORSE:
         comp.note = (f"MPI's own cost {comp.cost.interval(0)} is within what the floor's move, "
                      f"itself undecided ({comp.floor.interval(0)}), can explain")
-    if comp.verdict == CANNOT_TELL:
-        # what would decide: MPI's own cost, or where that is decided, the floor's move
+    if comp.verdict == CANNOT_TELL and not (mpi_floor and _floor_moved(comp)):
+        # what would decide: MPI's own cost, or where that is decided, the floor's move (an
+        # MPI floor's decided move: no number of launches, the note above says what would)
         told = comp.cost if comp.cost.outcome == UNKNOWN or not comp.floor else comp.floor
         need = told.needed
         unit = told.level
@@ -451,7 +475,8 @@ def machine_notes(comparisons: list[Comparison]) -> None:
     note puts the machine's move beside it."""
     moved: dict[tuple, dict[str, str]] = {}
     for c in comparisons:
-        if _floor_moved(c):
+        if _floor_moved(c) and not experiments.mpi_floor(c.check):   # an MPI figure's move
+            # may be the MPI's: not "the machine changed"
             moved.setdefault(c.key.launches, {})[c.floor_variable] = (
                 f'{c.floor_variable} {c.floor.interval(0)} worse-positive')
     for c in comparisons:
@@ -496,8 +521,46 @@ def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
     # bootstrap's medians run in numpy without the GIL, so threads use every core.
     with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1))) as pool:
         list(pool.map(lambda job: _judge_one(*job, base, new, len(todo), settings), todo))
+    contention(out, base, new)
     machine_notes(out)
     return out
+
+
+#: How much more of its measuring time (a share) the new launches' ranks must have waited for
+#: a CPU than the baseline's (:data:`experiments.CPU_WAIT`, medians) to be contended: on this
+#: project's 2-core VM a quiet launch waits well under 1 %, one beside busy loops on its cores
+#: about half the time (docs/floors.md#cpu-contention).
+CONTENDED = 0.05
+
+
+def contended(base_waits: list[float], new_waits: list[float]) -> bool:
+    """Whether the new launches' ranks waited for a CPU more than the baseline's by over
+    :data:`CONTENDED` of the time (medians; a baseline without the figure counts as none)."""
+    if not new_waits:
+        return False
+    before = statistics.median(base_waits) if base_waits else 0.0
+    return statistics.median(new_waits) - before > CONTENDED
+
+
+def contention(comparisons: list[Comparison], base: dict, new: dict) -> None:
+    """Where the new launches were contended for their CPUs (:func:`contended`), the machine
+    changed: a transport that waits on its peer's time slice once per chunk slows more than
+    its floor's one copy, so MPI's own cost grows without the software changing. There an
+    ``MPI regressed`` (or ``both``) reads ``machine changed``, and every verdict of those
+    launches notes the wait."""
+    for c in comparisons:
+        wkey = c.key.of(experiments.CPU_WAIT)
+        then = [s.value for s in base.get(wkey, [])]
+        now = [s.value for s in new.get(wkey, [])]
+        if not contended(then, now):
+            continue
+        said = (f'the ranks waited for a CPU {statistics.median(now):.0%} of the measuring '
+                f'time' + (f' (baseline {statistics.median(then):.0%})' if then else '')
+                + ': CPU contention')
+        if c.verdict in (MPI_REGRESSED, BOTH):
+            c.verdict = MACHINE_CHANGED
+            said += ", which slows MPI more than its floor: not MPI's"
+        c.note = '; '.join(x for x in (said, c.note) if x)
 
 
 def counts(comparisons: list[Comparison]) -> dict[str, int]:

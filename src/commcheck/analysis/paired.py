@@ -29,6 +29,10 @@ breaks. With n pairs no interval is narrower than chance allows: the level needs
 ``2 / 2^n < alpha / m`` (:func:`min_pairs`: 8 pairs for 6 variables at alpha 0.05), below that
 the verdict is ``cannot tell`` and says how many pairs would do.
 
+A floor that is an MPI figure itself (:func:`commcheck.experiments.mpi_floor`: the datatypes'
+contiguous send) is each stack's own, so there the pairs judge the value itself, which the
+shared machine already cancels from.
+
 The outcomes and the verdict are the gate's own: :func:`commcheck.analysis.gate.decide` on the
 interval and the threshold, :func:`commcheck.analysis.gate.verdict` on MPI's own cost and the
 floor (both judged on their pair ratios). Where it cannot decide, the pairs that would:
@@ -312,6 +316,9 @@ def judge_pairs(judgement: Judgement, m: int, settings: Settings) -> None:
     if flagged:
         said.append(f'{flagged} of {len(j.pairs)} pairs left out: their floors differ beyond '
                     f'doubt (a machine change between the two launches)')
+    mpi_floor = experiments.mpi_floor(j.key.check)
+    if mpi_floor and experiments.floor_of(j.key.check, j.variable):
+        said.insert(0, f'judged on the value: its floor, {mpi_floor}, is each stack\'s own')
     j.note = '; '.join(said)
 
 
@@ -345,9 +352,12 @@ def compare(samples: list[Sample], old: str, new: str,
                 or not (sides[old] and sides[new])):
             continue
         unit = sides[new][0].unit
+        # an MPI figure for a floor (the datatypes' contiguous send) is each stack's own: the
+        # pairs share the machine, so the value itself is judged
         j = Judgement(SampleKey(system, partition, f'{new} vs {old}', test, variable), old, new,
-                      unit, experiments.direction(check, variable, unit),
-                      [], floor_variable=experiments.floor_of(check, variable))
+                      unit, experiments.direction(check, variable, unit), [],
+                      floor_variable=None if experiments.mpi_floor(check)
+                      else experiments.floor_of(check, variable))
         pairs = adjacent(sides[old], sides[new])
         floors = cases.get((system, partition, test, j.floor_variable), {old: [], new: []})
         j.pairs = with_floors(pairs, floors[old], floors[new])

@@ -9,6 +9,7 @@ import re
 from rich.table import Table
 
 from commcheck import console as textconsole
+from commcheck import experiments
 from commcheck.analysis import trend
 from commcheck.cli import options
 from commcheck.cli.selection import cluster, describe, history, keep_key, no_match
@@ -43,8 +44,8 @@ def _search(index, sessions: list, everything: bool, pattern):
     (in a process per core on a long history, each through its own connection)."""
     when = {s.uuid: s.when for s in sessions}
     keys = {key for key, unit in index.keys(sessions, measured=True)
-            if keep_key(key, unit, everything)
-            and (pattern is None or pattern.search(' '.join(key[2:])))}
+            if keep_key(key, unit, everything) and key.variable != experiments.CPU_WAIT
+            and (pattern is None or pattern.search(' '.join(key[2:])))}   # the wait: context
 
     def run(part: list[tuple]):
         with index.reopened() as mine:

@@ -132,8 +132,9 @@ def first_message(check) -> dict:
 def floor_variables(check) -> dict:
     """``floor_latency_<n>B`` (us) and ``floor_bw_<n>B`` (MB/s), as experiments.FLOOR_VARIABLES
     declares them, for every FLOOR record of the launch: the hardware floor the kernel measured
-    beside its MPI figures. A launch without one (``FLOOR kind=none``, a managed language) gets
-    a note saying why, and no floor variable."""
+    beside its MPI figures; and ``cpu_wait`` (:data:`experiments.CPU_WAIT`), the largest of
+    the records' shares of time the ranks waited for a CPU. A launch without one (``FLOOR
+    kind=none``, a managed language) gets a note saying why, and no floor variable."""
     if check.lang not in experiments.FLOOR_LANGUAGES:
         return no_floor(check, 'managed language')
     rows = _stdout_records(check)['FLOOR']
@@ -141,9 +142,21 @@ def floor_variables(check) -> dict:
     if not measured:
         return no_floor(check, rows[0].get('reason', 'not measured') if rows else
                         'no FLOOR record')
-    return {fv.variable(int(r['size'])): perf_record(check, 'FLOOR', fv.field, fv.unit,
-                                                     size=r['size'])
-            for r in measured for fv in experiments.FLOOR_VARIABLES}
+    out = {fv.variable(int(r['size'])): perf_record(check, 'FLOOR', fv.field, fv.unit,
+                                                    size=r['size'])
+           for r in measured for fv in experiments.FLOOR_VARIABLES}
+    if all(experiments.CPU_WAIT in r for r in measured):    # the kernel read its run delay
+        out[experiments.CPU_WAIT] = largest_field(check, 'FLOOR', experiments.CPU_WAIT, '')
+    return out
+
+
+def largest_field(check, rectype: str, field: str, unit: str):
+    """A performance function: the largest value of ``field`` over the records of a type."""
+    @sn.deferrable
+    def value():
+        return max(float(r[field]) for r in _stdout_records(check)[rectype] if field in r)
+
+    return sn.make_performance_function(value(), unit)
 
 
 def no_floor(check, why: str | None = None) -> dict:

@@ -12,9 +12,11 @@
  *   an ephemeral port of its host's address and sends address and port by MPI).
  * - Neither (no host address, a socket that fails): a `FLOOR kind=none reason=...` record.
  *
- * Records (rank 0): `FLOOR size=N kind=shm|tcp iters=I batches=B rtt_us= oneway_us= bw_MBps=`,
- * timed like the MPI figures (batches, the median of the batch means), one floor batch right
- * after each MPI batch of the same size, so both see the same moments of the machine. Every message is
+ * Records (rank 0): `FLOOR size=N kind=shm|tcp iters=I batches=B rtt_us= oneway_us= bw_MBps=
+ * cpu_wait=`, timed like the MPI figures (batches, the median of the batch means), one floor
+ * batch right after each MPI batch of the same size, so both see the same moments of the
+ * machine; cpu_wait, the larger of the two ranks' share of that size's measuring spent
+ * waiting for a CPU (run delay, /proc/self/schedstat; absent where the kernel has none). Every message is
  * validated (message number and stamps, the whole payload of the last); a wrong value exits 3. */
 #ifndef CC_FLOOR_H
 #define CC_FLOOR_H
