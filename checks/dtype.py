@@ -108,6 +108,9 @@ class DerivedDatatypes(TwoRankSweep):
         values = {'r_inf': (mode.r_inf_MBps, 'MB/s'), 't0': (mode.t0_us, 'us'),
                   'r_inf_contig': (contig.r_inf_MBps, 'MB/s'), 't0_contig': (contig.t0_us, 'us'),
                   'slowdown': (contig.r_inf_MBps / mode.r_inf_MBps, 'x')}
+        waits = [run['WAIT'][0]['cpu_wait'] for run in self._runs() if run['WAIT']]
+        if len(waits) == 2:     # both sweeps read their ranks' run delay (C and Fortran)
+            values[experiments.CPU_WAIT] = (max(waits), '')
         if self.osu_path:
             ours = kernel_records.select(self._runs()[1]['DATA'], size=self.osu_compare_bytes)
             theirs = self._osu_oneway_us()

@@ -107,6 +107,9 @@ class Experiment:
     #: send): a floor that moved is then the MPI's or the machine's, not told apart, so the
     #: gate never words its move "machine changed" (:func:`mpi_floor`).
     mpi_floors: str = ''
+    #: Its C and Fortran kernels report :data:`CPU_WAIT` (FLOOR and WAIT records): the gate
+    #: reads it beside the variables (:func:`commcheck.analysis.gate.contention`).
+    cpu_wait: bool = False
     #: The check's defaults (variable -> value): what a plain run uses. The check reads them
     #: from here (:func:`default`), and so do the tests that run its kernels at its sizes.
     defaults: tuple[tuple[str, object], ...] = ()
@@ -127,7 +130,7 @@ EXPERIMENTS = (
         key_variables=(('latency_8B', LOWER_IS_BETTER), ('latency_1024B', LOWER_IS_BETTER),
                        ('bw_1048576B', HIGHER_IS_BETTER)),
         floors=(('latency_8B', 'floor_latency_8B'), ('latency_1024B', 'floor_latency_1024B'),
-                ('bw_1048576B', 'floor_bw_1048576B')),
+                ('bw_1048576B', 'floor_bw_1048576B')), cpu_wait=True,
         seed_mode=('iters=2000',), quick_mode=('iters=100', 'warmup=10'),
         defaults=(('sizes', '1:1048576'), ('iters', 1000), ('warmup', 100))),
     Experiment(
@@ -139,7 +142,7 @@ EXPERIMENTS = (
         check='ParkbenchComms', title='Parkbench COMMS1/COMMS2 Hockney fits',
         kernels=('pingpong', 'comms2'), seeds=('003',), section='hockney',
         key_variables=(('r_inf', HIGHER_IS_BETTER), ('t0', LOWER_IS_BETTER)),
-        floors=(('r_inf', 'floor_bw_1048576B'), ('t0', 'floor_latency_8B')),
+        floors=(('r_inf', 'floor_bw_1048576B'), ('t0', 'floor_latency_8B')), cpu_wait=True,
         seed_mode=('iters=2000',), quick_mode=('iters=50', 'warmup=5'),
         defaults=(('sizes', '1:1048576'), ('iters', 200), ('warmup', 20))),
     Experiment(
@@ -150,7 +153,7 @@ EXPERIMENTS = (
         # the contiguous send of the same launch, same ranks, just before the mode's sweep:
         # what the datatype engine adds is the mode's figure over it
         floors=(('r_inf', 'r_inf_contig'), ('t0', 't0_contig')),
-        mpi_floors='the contiguous send of the same launch, an MPI figure',
+        mpi_floors='the contiguous send of the same launch, an MPI figure', cpu_wait=True,
         seed_mode=('sizes=8:1048576', 'iters=2000'),
         quick_mode=('sizes=8:16384', 'iters=40', 'warmup=4'),
         defaults=(('sizes', '8:65536'), ('iters', 200), ('warmup', 20))),
@@ -287,8 +290,9 @@ FLOOR_VARIABLES = (
 #: one of the two ranks was ready to run but waited for a CPU (run delay, /proc/self/schedstat).
 #: Busy loops on the ranks' cores make it large; a pipelined MPI transport then slows more than
 #: the floor's one copy (MPICH 4's 1 MiB, measured: docs/floors.md), so the gate reads it
-#: beside the floors (:func:`commcheck.analysis.gate.contended`). Judged with the floors,
-#: never on its own, never referenced.
+#: beside the floors (:func:`commcheck.analysis.gate.contended`). The datatypes' kernels print
+#: it for their whole sweep (``WAIT`` records). Judged with the floors, never on its own, never
+#: referenced.
 CPU_WAIT = 'cpu_wait'
 #: Checks whose C and Fortran kernels measure the floor, and the languages that do not: the
 #: managed kernels (Java, Python) have none (a JIT and an interpreter between the program and
@@ -417,13 +421,12 @@ def own_cost_of(check: str, variable: str) -> tuple[str, str] | None:
 
 def gated_variables(check: str) -> tuple[str, ...]:
     """The key variables of ``check``, their floors and own costs, and with hardware floors
-    the CPU wait: what baseline and compare keep."""
+    the CPU wait where its kernels report it: what baseline and compare keep."""
     exp = BY_CHECK.get(check)
     if not exp:
         return ()
-    hardware = any(floor_variable(f) for _, f in exp.floors)    # the FLOOR kernels'
     return (key_variables(check) + tuple(dict.fromkeys(f for _, f in exp.floors))
-            + tuple(own for own, _, _ in own_costs(check)) + ((CPU_WAIT,) if hardware else ()))
+            + tuple(own for own, _, _ in own_costs(check)) + ((CPU_WAIT,) if exp.cpu_wait else ()))
 
 #: Feature -> where an environment gets it: what `commcheck run` says when no environment has it.
 FEATURE_SOURCES = {

@@ -90,6 +90,9 @@ def test_valid_run_passes_and_reports(kernel_builds, stack, kernel, program):
     library = LIBRARY_STRING.get(stack.mpi.flavour, r'\b{}\b')
     assert re.search(library.format(re.escape(stack.mpi.version)), meta['mpi']), meta['mpi']
     assert len(out['PASS']) == 1
+    # dtype: the sweep's share of waiting for a CPU (its ranks' run delay), one record
+    assert [0 <= r['cpu_wait'] <= 1.01 for r in out['WAIT']] == ([True] if kernel == 'dtype'
+                                                                  else []), out['WAIT']
     if ndata is None:
         assert len(out['RESULT']) == 1
     else:

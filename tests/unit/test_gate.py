@@ -373,8 +373,24 @@ def test_launches_contended_for_their_cpus_are_never_an_mpi_regression(base_wait
     comp, = comps
     assert comp.verdict == want, gate.describe(comp)
     assert ('waited for a CPU' in comp.note) == (want == gate.MACHINE_CHANGED)
-    assert experiments.CPU_WAIT in experiments.gated_variables('PingPong')
+    if want == gate.MACHINE_CHANGED:
+        assert 'MPI not judged (without it: MPI regressed)' in comp.note
+    for check in ('PingPong', 'ParkbenchComms', 'DerivedDatatypes'):
+        assert experiments.CPU_WAIT in experiments.gated_variables(check)
     assert experiments.CPU_WAIT not in experiments.gated_variables('Stencil')
+
+
+def test_contended_launches_read_machine_changed_whatever_the_rule_said():
+    """As a floor that moved: a contended session is a different machine, decided (exit 0,
+    1 with --fail-on-machine-change), whether MPI's own cost read unchanged or cannot tell."""
+    (bv, bf), (nv, nf) = launches(8, 1), launches(8, 2)
+    base = {KEY: samples(bv, session='b'), FLOOR: samples(bf, FLOOR, session='b'),
+            WAIT: samples([0.004] * 8, WAIT, '', session='b')}
+    new = {KEY: samples(nv, session='n'), FLOOR: samples(nf, FLOOR, session='n'),
+           WAIT: samples([0.33] * 8, WAIT, '', session='n')}
+    comp, = gate.compare(base, new)
+    assert comp.verdict == gate.MACHINE_CHANGED and 'without it: ' in comp.note
+    assert compare.exit_code([comp], False) == 0 and compare.exit_code([comp], True) == 1
 
 
 def test_no_baseline_decides_nothing():

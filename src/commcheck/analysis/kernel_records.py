@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-RECORD_TYPES = ('META', 'DATA', 'RESULT', 'PASS', 'FLOOR')
+RECORD_TYPES = ('META', 'DATA', 'RESULT', 'PASS', 'FLOOR', 'WAIT')
 
 
 class RecordError(ValueError):

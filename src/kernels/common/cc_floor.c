@@ -30,18 +30,6 @@ struct cc_floor {
     double t_begin, wait_begin;
 };
 
-/* This process's run delay so far in seconds: the time it was ready to run but waited for a
- * CPU (the second field of /proc/self/schedstat, ns); negative where the kernel has none. */
-static double run_delay_s(void)
-{
-    unsigned long long cpu_ns, wait_ns;
-    FILE *in = fopen("/proc/self/schedstat", "r");
-    int got = in ? fscanf(in, "%llu %llu", &cpu_ns, &wait_ns) : 0;
-    if (in)
-        fclose(in);
-    return got == 2 ? (double)wait_ns * 1e-9 : -1.0;
-}
-
 static _Atomic uint64_t *flag(unsigned char *segment)
 {
     return (_Atomic uint64_t *)(void *)segment;
@@ -267,7 +255,7 @@ void cc_floor_begin(struct cc_floor *f, size_t size, long long warmup, int batch
     CC_CHECK(MPI_Barrier(f->comm));
     for (long long it = 0; it < warmup; it++)
         round_trip(f, size);
-    f->wait_begin = run_delay_s();
+    f->wait_begin = cc_run_delay_s();
     f->t_begin = MPI_Wtime();
 }
 
@@ -296,17 +284,13 @@ void cc_floor_end(struct cc_floor *f)
     /* The share of the size's measuring (its MPI and floor batches) that a rank waited for a
      * CPU, the larger of the two ranks': CPU contention, which a floor need not see as MPI
      * does (a pipelined transport waits on its peer's time slice once per chunk). */
-    double span = MPI_Wtime() - f->t_begin, wait = run_delay_s();
-    double share[2] = {wait < 0 || f->wait_begin < 0 ? -1.0 : (wait - f->wait_begin) / span,
-                       0.0};
-    share[1] = -share[0];
-    CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, share, 2, MPI_DOUBLE, MPI_MAX, f->comm));
+    double wait = cc_cpu_wait(f->comm, f->t_begin, f->wait_begin);
     if (f->rank == 0) {
         printf("FLOOR size=%zu kind=%s iters=%lld batches=%d rtt_us=%.4f oneway_us=%.4f "
                "bw_MBps=%.4f", f->size, KIND_NAMES[f->kind], iters, f->done, t.median_us,
                t.median_us / 2, (double)f->size / (t.median_us / 2));
-        if (share[1] <= 0.0)    /* both ranks read their run delay (the smallest is >= 0) */
-            printf(" cpu_wait=%.4f", share[0]);
+        if (wait >= 0.0)        /* both ranks read their run delay */
+            printf(" cpu_wait=%.4f", wait);
         printf("\n");
         fflush(stdout);
     }

@@ -12,7 +12,7 @@ module cc_util
             cc_arg, cc_nargs, cc_next_value, cc_help, cc_unknown_option, cc_parse_int, &
             cc_parse_seconds, cc_parse_yes_no, &
             cc_parse_bytes, cc_parse_sizes, cc_print_meta, cc_str, cc_fixed, cc_g17, &
-            cc_physical_memory, cc_exceeds_memory, cc_batch_count, cc_batch_start, cc_batch_of, &
+            cc_physical_memory, cc_exceeds_memory, cc_run_delay_s, cc_cpu_wait, cc_batch_count, cc_batch_start, cc_batch_of, &
             cc_batch_timing, CC_EXIT_USAGE, CC_EXIT_VALIDATION, CC_EXIT_MPI
 
   integer, parameter :: CC_EXIT_USAGE = 2, CC_EXIT_VALIDATION = 3, CC_EXIT_MPI = 4
@@ -286,6 +286,38 @@ contains
     character(len=32) :: buf
     write(buf, '(es32.16e3)') x
     text = trim(adjustl(buf))
+  end function
+
+  ! This process's run delay so far in seconds: the time it was ready to run but waited for
+  ! a CPU (the second field of /proc/self/schedstat, ns); negative where the kernel has none.
+  real(real64) function cc_run_delay_s()
+    integer(int64) :: cpu_ns, wait_ns
+    integer :: u, ios
+    cc_run_delay_s = -1
+    open(newunit=u, file='/proc/self/schedstat', action='read', status='old', iostat=ios)
+    if (ios /= 0) return
+    read(u, *, iostat=ios) cpu_ns, wait_ns
+    if (ios == 0) cc_run_delay_s = real(wait_ns, real64) * 1.0e-9_real64
+    close(u)
+  end function
+
+  ! The larger of the ranks' shares of the span since (t_begin, wait_begin: MPI_Wtime and
+  ! cc_run_delay_s then) spent waiting for a CPU, on every rank; negative where a rank could
+  ! not read its run delay. Collective over MPI_COMM_WORLD.
+  real(real64) function cc_cpu_wait(t_begin, wait_begin)
+    real(real64), intent(in) :: t_begin, wait_begin
+    real(real64) :: span, wait, share(2)
+    integer :: ierr
+    span = MPI_Wtime() - t_begin
+    wait = cc_run_delay_s()
+    share(1) = -1
+    if (wait >= 0 .and. wait_begin >= 0) share(1) = (wait - wait_begin) / span
+    share(2) = -share(1)
+    call MPI_Allreduce(MPI_IN_PLACE, share, 2, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, &
+                       ierr)
+    call cc_check(ierr, 'MPI_Allreduce')
+    cc_cpu_wait = share(1)
+    if (share(2) > 0) cc_cpu_wait = -1     ! the smallest was negative: unknown
   end function
 
   ! MemTotal of /proc/meminfo in bytes; "unlimited" where that file is missing.

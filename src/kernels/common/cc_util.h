@@ -292,6 +292,30 @@ static inline struct cc_timing cc_batch_timing(const double *elapsed, const long
     return (struct cc_timing){.median_us = median, .mean_us = total / (double)iters * 1e6};
 }
 
+/* This process's run delay so far in seconds: the time it was ready to run but waited for a
+ * CPU (the second field of /proc/self/schedstat, ns); negative where the kernel has none. */
+static inline double cc_run_delay_s(void)
+{
+    unsigned long long cpu_ns, wait_ns;
+    FILE *in = fopen("/proc/self/schedstat", "r");
+    int got = in ? fscanf(in, "%llu %llu", &cpu_ns, &wait_ns) : 0;
+    if (in)
+        fclose(in);
+    return got == 2 ? (double)wait_ns * 1e-9 : -1.0;
+}
+
+/* The larger of the ranks' shares of the span since (t_begin, wait_begin: MPI_Wtime and
+ * cc_run_delay_s then) spent waiting for a CPU, on every rank of `comm`; negative where a rank
+ * could not read its run delay. Collective. */
+static inline double cc_cpu_wait(MPI_Comm comm, double t_begin, double wait_begin)
+{
+    double span = MPI_Wtime() - t_begin, wait = cc_run_delay_s();
+    double share[2] = {wait < 0 || wait_begin < 0 ? -1.0 : (wait - wait_begin) / span, 0.0};
+    share[1] = -share[0];
+    CC_CHECK(MPI_Allreduce(MPI_IN_PLACE, share, 2, MPI_DOUBLE, MPI_MAX, comm));
+    return share[1] > 0.0 ? -1.0 : share[0];     /* the smallest was negative: unknown */
+}
+
 /* META record on rank 0: kernel, language, ranks, MPI library, then `fmt` (key=value ...). */
 static inline void cc_print_meta(const char *kernel, const char *fmt, ...)
 {

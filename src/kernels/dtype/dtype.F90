@@ -40,6 +40,7 @@ program dtype
   type(opts) :: o
   integer :: s, rank, ierr
   integer(int64) :: checked, total
+  real(real64) :: t_begin, wait_begin, wait
   character(len=200) :: extra
 
   call cc_init()
@@ -60,11 +61,16 @@ program dtype
   call cc_print_meta('dtype', trim(extra))
 
   checked = 0
+  t_begin = MPI_Wtime()
+  wait_begin = cc_run_delay_s()
   do s = 1, size(o%sizes)
     checked = checked + run_size(o, o%sizes(s), s == 1, rank)
   end do
+  wait = cc_cpu_wait(t_begin, wait_begin)
   call MPI_Reduce(checked, total, 1, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   call cc_check(ierr, 'MPI_Reduce')
+  ! the sweep's share of waiting for a CPU, both ranks' max
+  if (rank == 0 .and. wait >= 0) write(output_unit, '(a,f6.4)') 'WAIT cpu_wait=', wait
   if (rank == 0) write(output_unit, '(a,i0)') 'PASS validated=', total
   call MPI_Finalize(ierr)
   call cc_check(ierr, 'MPI_Finalize')
@@ -98,7 +104,8 @@ contains
       '  --inject-error       self-test: corrupt one received element so that the', &
       '                       validation must fail (exit 3)', &
       '  --help               this text', &
-      'Records: META, one DATA per size, PASS validated=<elements checked on both ranks>.'
+      'Records: META, one DATA per size, WAIT cpu_wait=<the sweep''s share waiting for a CPU>,', &
+      'PASS validated=<elements checked on both ranks>.'
   end subroutine
 
   integer function parse_mode(opt, text)

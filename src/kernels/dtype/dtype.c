@@ -52,7 +52,8 @@ static const char *usage =
     "  --inject-error       self-test: corrupt one received element so that the\n"
     "                       validation must fail (exit 3)\n"
     "  --help               this text\n"
-    "Records: META, one DATA per size, PASS validated=<elements checked on both ranks>.\n";
+    "Records: META, one DATA per size, WAIT cpu_wait=<the sweep's share waiting for a CPU>,\n"
+    "PASS validated=<elements checked on both ranks>.\n";
 
 static enum mode parse_mode(const char *opt, const char *text)
 {
@@ -390,9 +391,13 @@ int main(int argc, char **argv)
                   "batches=%d", o.is_double ? "double" : "byte", o.stride, o.blocklen,
                   mode_name[o.mode[0]], mode_name[o.mode[1]], o.iters, o.warmup, o.batches);
     long long checked = 0, total = 0;
+    double t_begin = MPI_Wtime(), wait_begin = cc_run_delay_s();
     for (int s = 0; s < o.nsizes; s++)
         checked += (long long)run_size(&o, o.sizes[s], s == 0, rank);
+    double wait = cc_cpu_wait(MPI_COMM_WORLD, t_begin, wait_begin);
     CC_CHECK(MPI_Reduce(&checked, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+    if (rank == 0 && wait >= 0.0)   /* the sweep's share of waiting for a CPU, both ranks' max */
+        printf("WAIT cpu_wait=%.4f\n", wait);
     if (rank == 0)
         printf("PASS validated=%lld\n", total);
     free(o.sizes);
