@@ -285,9 +285,10 @@ FLOOR_VARIABLES = (
     FloorVariable('floor_bw', 'bw_MBps', 'MB/s', HIGHER_IS_BETTER,
                   'size over that one-way time: a copy bandwidth without MPI'),
 )
-#: The CPU contention a launch of the floor kernels measured (a perf variable, a fraction): the
-#: largest share, over its FLOOR records, of a size's measuring (its MPI and floor batches) that
-#: one of the two ranks was ready to run but waited for a CPU (run delay, /proc/self/schedstat).
+#: The CPU contention a launch of the C and Fortran ping-pong and COMMS2 measured (a perf
+#: variable, a fraction): the largest share, over its FLOOR records, of a size's measuring (its
+#: MPI and floor batches) that one of the two ranks was ready to run but waited for a CPU (run
+#: delay, /proc/self/schedstat).
 #: Busy loops on the ranks' cores make it large; a pipelined MPI transport then slows more than
 #: the floor's one copy (MPICH 4's 1 MiB, measured: docs/floors.md), so the gate reads it
 #: beside the floors (:func:`commcheck.analysis.gate.contended`). The datatypes' kernels print
@@ -379,8 +380,8 @@ def floor_variable(variable: str) -> FloorVariable | None:
 
 def is_floor(check: str, variable: str) -> bool:
     """Whether ``variable`` is a floor: a hardware one, or one a key variable of ``check`` is
-    judged against, or the CPU wait measured with the hardware floors (:data:`CPU_WAIT`):
-    the machine's figures, judged with the variables, never on their own."""
+    judged against, or the CPU wait the kernels measure beside their figures
+    (:data:`CPU_WAIT`): the machine's figures, judged with the variables, never on their own."""
     exp = BY_CHECK.get(check)
     return bool(floor_variable(variable) or variable == CPU_WAIT
                 or (exp and variable in dict(exp.floors).values()))
@@ -420,8 +421,8 @@ def own_cost_of(check: str, variable: str) -> tuple[str, str] | None:
 
 
 def gated_variables(check: str) -> tuple[str, ...]:
-    """The key variables of ``check``, their floors and own costs, and with hardware floors
-    the CPU wait where its kernels report it: what baseline and compare keep."""
+    """The key variables of ``check``, their floors and own costs, and the CPU wait where its
+    kernels report it: what baseline and compare keep."""
     exp = BY_CHECK.get(check)
     if not exp:
         return ()
