@@ -62,6 +62,17 @@ def test_a_second_lock_holder_is_refused_naming_the_first(tmp_path):
     again.release()
 
 
+def _programs(pids: list[int]) -> list[str]:
+    """The program each process runs now (its /proc comm), '' for one that is gone."""
+    out = []
+    for pid in pids:
+        try:
+            out.append(Path(f'/proc/{pid}/comm').read_text().strip())
+        except OSError:
+            out.append('')
+    return out
+
+
 def test_leftovers_are_found_by_run_id_and_ended_by_group(tmp_path):
     run_id = 'test-' + os.urandom(6).hex()
     env = dict(os.environ, **{runstate.RUN_ID: run_id})
@@ -70,8 +81,10 @@ def test_leftovers_are_found_by_run_id_and_ended_by_group(tmp_path):
                            env=env, start_new_session=True)
     other = subprocess.Popen(['sleep', '300'], start_new_session=True)     # not the run's
     try:
+        # until both children have become sleep: a forked child is bash until its exec
         deadline = time.monotonic() + 10
-        while len(runstate.processes_of(run_id)) < 3 and time.monotonic() < deadline:
+        while _programs(runstate.processes_of(run_id)).count('sleep') < 2 and \
+                time.monotonic() < deadline:
             time.sleep(0.1)
         found = runstate.processes_of(run_id)
         assert job.pid in found and len(found) == 3
