@@ -110,6 +110,10 @@ class Experiment:
     #: Its C and Fortran kernels report :data:`CPU_WAIT` (FLOOR and WAIT records): the gate
     #: reads it beside the variables (:func:`commcheck.analysis.gate.contention`).
     cpu_wait: bool = False
+    #: Key variables that are a ratio of two MPI figures of the same job and ranks (the
+    #: datatypes' ``slowdown``: the contiguous send's r_inf over the mode's): a slower machine
+    #: moves both, as it moves a figure and its floor, so a worse one reads "MPI regressed".
+    own_ratios: tuple[str, ...] = ()
     #: The check's defaults (variable -> value): what a plain run uses. The check reads them
     #: from here (:func:`default`), and so do the tests that run its kernels at its sizes.
     defaults: tuple[tuple[str, object], ...] = ()
@@ -154,6 +158,7 @@ EXPERIMENTS = (
         # what the datatype engine adds is the mode's figure over it
         floors=(('r_inf', 'r_inf_contig'), ('t0', 't0_contig')),
         mpi_floors='the contiguous send of the same launch, an MPI figure', cpu_wait=True,
+        own_ratios=('slowdown',),
         seed_mode=('sizes=8:1048576', 'iters=2000'),
         quick_mode=('sizes=8:16384', 'iters=40', 'warmup=4'),
         defaults=(('sizes', '8:65536'), ('iters', 200), ('warmup', 20))),
@@ -398,6 +403,13 @@ def mpi_floor(check: str) -> str:
     none): their move is the MPI's or the machine's, never worded "machine changed"."""
     exp = BY_CHECK.get(check)
     return exp.mpi_floors if exp else ''
+
+
+def is_own_ratio(check: str, variable: str) -> bool:
+    """Whether ``variable`` of ``check`` is a ratio of two MPI figures of one job
+    (``Experiment.own_ratios``): judged on its value, worded as MPI's own cost."""
+    exp = BY_CHECK.get(check)
+    return bool(exp and variable in exp.own_ratios)
 
 
 def own_variable(variable: str) -> str:

@@ -393,6 +393,23 @@ def test_contended_launches_read_machine_changed_whatever_the_rule_said():
     assert compare.exit_code([comp], False) == 0 and compare.exit_code([comp], True) == 1
 
 
+def test_a_worse_ratio_of_two_mpi_figures_of_one_job_is_mpis():
+    """The datatypes' slowdown (contiguous r_inf over the mode's, one job, the same ranks) has
+    no floor, but a slower machine moves both its figures: worse reads "MPI regressed"; a
+    raw figure without a floor still reads "regressed"."""
+    test = 'DerivedDatatypes %lang=c %element=double %mode=pack'
+    slowdown, t0 = (('s', 'p', 'gnu-openmpi4', test, v) for v in ('slowdown', 't0'))
+    comps = {c.variable: c for c in gate.compare(
+        {slowdown: samples(noisy(8, 5.5, 0.02, 1), slowdown, 'x'),
+         t0: samples(noisy(8, 0.16, 0.02, 2), t0)},
+        {slowdown: samples(noisy(8, 11.0, 0.02, 3), slowdown, 'x'),
+         t0: samples(noisy(8, 0.32, 0.02, 4), t0)})}
+    assert comps['slowdown'].verdict == gate.MPI_REGRESSED and comps['slowdown'].note
+    assert comps['t0'].verdict == gate.REGRESSED          # no floor on either side
+    assert experiments.is_own_ratio('DerivedDatatypes', 'slowdown')
+    assert not experiments.is_own_ratio('PingPong', 'latency_8B')
+
+
 def test_no_baseline_decides_nothing():
     other = KEY[:4] + ('latency_1024B',)
     comps = gate.compare({KEY: samples([1, 1, 1])}, {other: samples([1, 1, 1], other)})

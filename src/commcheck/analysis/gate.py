@@ -437,7 +437,17 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
                           settings)
     mpi_floor = experiments.mpi_floor(comp.check) if comp.floor else ''
     comp.verdict = verdict(comp.cost, comp.floor, bool(mpi_floor))
-    if mpi_floor and _floor_moved(comp):
+    _explain(comp, mpi_floor, settings)
+
+
+def _explain(comp: Comparison, mpi_floor: str, settings: Settings) -> None:
+    """The verdict's note (and a ratio of two MPI figures' wording): what decided it, or what
+    would."""
+    if comp.verdict == REGRESSED and experiments.is_own_ratio(comp.check, comp.variable):
+        comp.verdict = MPI_REGRESSED
+        comp.note = ('a ratio of two MPI figures of the same job and ranks, which a slower '
+                     'machine moves alike')
+    elif mpi_floor and _floor_moved(comp):
         # said first: what decided the verdict (the launches-needed note follows it)
         comp.note = (f"its floor {comp.floor_variable} is {mpi_floor}: its move "
                      f"({comp.floor.interval(0)} worse-positive) is the MPI's or the "
