@@ -26,12 +26,14 @@ from commcheck.experiments import BY_CHECK, COLLECTIVE_OPS, sized_name
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import data_records, job_output, kernel_passed, no_floor, perf_record
+from commcheck.site import vocabulary
 
 
 class PartitionWide(rfm.RunOnlyRegressionTest, StackCheck):
     """Every node of the partition, ``tasks_per_node`` ranks each (not a test by itself)."""
 
     valid_systems = ['*']
+    valid_prog_environs = vocabulary.ANY_MPI
     #: Ranks per node (0: 1 on a multi-node partition, its cores, at least 2, on one node).
     #: :type: int :default: 0
     tasks_per_node = variable(int, value=0)
@@ -40,7 +42,7 @@ class PartitionWide(rfm.RunOnlyRegressionTest, StackCheck):
     @run_after('setup')
     def place_ranks(self):
         """Overrides the mixin's hook of this name, in its place."""
-        part = self.current_partition.extras
+        part = self.part
         nodes = part.get('nodes', 1)
         per_node = self.tasks_per_node or (1 if nodes > 1 else max(2, part.get('cores') or 2))
         self.num_tasks, self.num_tasks_per_node = nodes * per_node, per_node
@@ -54,7 +56,6 @@ def op_label(op: str, size: int) -> str:
 @rfm.simple_test
 class Collectives(PartitionWide):
     descr = 'MPI collectives across the partition, every result validated'
-    valid_prog_environs = ['+c']
     #: Bytes per rank: a list or a power-of-two range (see src/kernels/README.md).
     #: :type: str :default: '8:65536'
     sizes = variable(str, value='8:65536')
@@ -97,7 +98,9 @@ OSU_COLLECTIVES = {f'osu_{op}': op for op in COLLECTIVE_OPS}
 @rfm.simple_test
 class OsuCollectives(PartitionWide, OsuProgram):
     descr = 'OSU Micro-Benchmarks collectives across the partition'
-    valid_prog_environs = [f'+{f}' for f in BY_CHECK['OsuCollectives'].needs]
+
+    def environment_needs(self) -> tuple[str, ...]:
+        return BY_CHECK['OsuCollectives'].needs
     benchmark = parameter(list(OSU_COLLECTIVES))
     #: OSU's ``-m``: message sizes (not for osu_barrier). :type: str :default: '8:65536'
     sizes = variable(str, value='8:65536')

@@ -65,7 +65,7 @@ class DerivedDatatypes(TwoRankSweep):
         command = self.use_kernel('dtype', self._options(self.mode))
         self.prerun_cmds = [' '.join([self.launcher_command(), command,
                                       *self._options('contig')])]
-        self.osu_path = (osu_program(self.current_environ.extras, 'osu_latency')
+        self.osu_path = (osu_program(self.stack, 'osu_latency')
                          if self.mode == 'stride' else None)
         if self.osu_path:
             self.postrun_cmds = ['echo "# OSU cross-check"', self._osu_command()]

@@ -23,13 +23,14 @@ from commcheck.analysis import fabric
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import computed_variables, data_records, kernel_passed
+from commcheck.site import vocabulary
 
 
 @rfm.simple_test
 class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     descr = 'Node-pair sweep: latency and bandwidth of every pair of nodes, outliers named'
     valid_systems = ['*']
-    valid_prog_environs = ['+c']
+    valid_prog_environs = vocabulary.ANY_MPI
     #: Nodes to sweep, one rank each (0: the partition's ``nodes``).
     #: :type: int :default: 0
     num_nodes = variable(int, value=0)
@@ -77,7 +78,7 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     def place_ranks(self):
         """One rank per node, on every node of the partition (or ``num_nodes``). Overrides the
         mixin's hook of this name, in its place (before its core check and the launcher)."""
-        nodes = self.num_nodes or self.current_partition.extras.get('nodes', 1)
+        nodes = self.num_nodes or self.part.get('nodes', 1)
         self.skip_because(nodes < 2, f'the sweep needs several nodes; partition '
                                      f'{self.current_partition.fullname} has {nodes}')
         self.num_tasks, self.num_tasks_per_node = nodes, 1

@@ -21,13 +21,18 @@ from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.caches import CacheSizedGrid
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import perf_record
+from commcheck.site import vocabulary
 
 
 @rfm.simple_test
 class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
     descr = 'Fortran pointer study: allocatable vs pointer vs c_f_pointer on a shared window'
     valid_systems = ['*']
-    valid_prog_environs = ['+fortran']
+    valid_prog_environs = vocabulary.ANY_MPI
+
+    def environment_needs(self) -> tuple[str, ...]:
+        return ('fortran',)
+
     variant = parameter(['alloc', 'pointer', 'cptr'])
     n = experiments.default('FortranPointers', 'n')
     steps = experiments.default('FortranPointers', 'steps')

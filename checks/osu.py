@@ -15,6 +15,7 @@ from commcheck.experiments import BY_CHECK, sized_name
 from commcheck.rfm.build import KernelsBuild, OsuProgram
 from commcheck.rfm.mixins import StackCheck
 from commcheck.rfm.perf import job_output
+from commcheck.site import vocabulary
 
 SIZES = '1:1048576'
 # benchmark -> (perf-variable prefix, unit)
@@ -26,11 +27,14 @@ BENCHMARKS = {'osu_latency': ('latency', 'us'), 'osu_bw': ('bw', 'MB/s'),
 class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
     descr = 'OSU Micro-Benchmarks point-to-point, the reference peer of PingPong'
     valid_systems = ['*']
-    valid_prog_environs = [f'+{f}' for f in BY_CHECK['OsuPt2Pt'].needs]
+    valid_prog_environs = vocabulary.ANY_MPI
     benchmark = parameter(list(BENCHMARKS))
     is_pair = True
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'p2p', 'osu'}
+
+    def environment_needs(self) -> tuple[str, ...]:
+        return BY_CHECK['OsuPt2Pt'].needs
 
     @run_before('run')
     def set_options(self):

@@ -47,6 +47,8 @@ from commcheck.rfm.perf import (
     perf_record,
     with_own_costs,
 )
+from commcheck.rfm.plugin import Plugin
+from commcheck.site import vocabulary
 
 HEAT_RTOL = 1e-12
 STREAM_REPS = 5
@@ -98,7 +100,7 @@ def describe_bound(check, grid_bytes: int) -> str:
                           'bound and no bw_fraction is reported' if check.oversubscribed else ''))
 
 
-class RepeatedRuns(rfm.RegressionTestPlugin):
+class RepeatedRuns(Plugin):
     """Timed runs repeated until they are long and many enough to be stable: the kernel runs
     the steps at least ``min_reps`` times and until the runs add up to ``target_seconds``, and
     reports the median run with the fastest and slowest (``time_min``, ``time_max``).
@@ -209,11 +211,13 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'seed002', 'stencil', 'shm'}
 
-    @run_after('init')
-    def select_environments(self):
-        # The language is the forked sequential fixture's: select environments by it.
+    valid_prog_environs = vocabulary.ANY_MPI
+
+    def environment_needs(self) -> tuple[str, ...]:
+        """The language of the forked sequential fixture (see
+        :meth:`commcheck.rfm.mixins.StackCheck.environment_needs`)."""
         info = type(self).get_variant_info(self.variant_num, recurse=True)
-        self.valid_prog_environs = [f"+{info['fixtures']['seq']['params']['lang']}"]
+        return (experiments.LANGUAGES[info['fixtures']['seq']['params']['lang']].feature,)
 
     @run_after('init')
     def place_on_one_node(self):
@@ -230,7 +234,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         (no emulated --node-size). What cannot cross nodes (one rank, the SHM-only variants)
         runs on the same-node partitions. Overrides the mixin's hook of this name, in its
         place: the ranks per node are set before its core check and the launcher."""
-        part = self.current_partition.extras
+        part = self.part
         if part.get('placement') == 'different-nodes':
             self.skip_because(self.ranks < 2 or self.variant in ('shm', 'shmnc'),
                               f'{self.variant} on {self.ranks} rank(s) does not cross nodes: '
@@ -251,7 +255,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         of them run (on the small grid), to validate the halo exchange across more ranks."""
         if not self.oversubscribed:
             return
-        part = self.current_partition.extras
+        part = self.part
         cores, nodes = part.get('cores') or os.cpu_count(), part.get('nodes') or 1
         spread = part.get('placement') == 'different-nodes'
         over = [r for r in experiments.STENCIL_RANKS if r <= self.max_ranks and

@@ -8,7 +8,16 @@ import reframe.core.config as rfm_config
 import yaml
 
 from commcheck.rfm.caches import last_level_cache
-from commcheck.site import Site, SiteError, discover, flavours, launch, rfmconfig, sitefile
+from commcheck.site import (
+    Site,
+    SiteError,
+    discover,
+    flavours,
+    launch,
+    rfmconfig,
+    sitefile,
+    vocabulary,
+)
 from tests.conftest import ALL_STACKS, STACKS, commcheck_cmd, needs_stacks
 
 GCC = {'family': 'gnu', 'version': '12.2.0', 'cc': '/usr/bin/gcc', 'fc': '/usr/bin/gfortran'}
@@ -61,7 +70,7 @@ def test_environment_carries_what_checks_need():
     assert env['extras']['mpi_version'] == '4.0.2' and env['extras']['build'] == 'cmake'
     assert set(env['features']) == {'c', 'fortran'}
     assert not set(env['features']) & set(env['extras'])   # ReFrame matches both
-    assert all(k in env['extras'] for k in rfmconfig.REQUIRED_EXTRAS)
+    assert all(k in env['extras'] for k in vocabulary.DECLARED)
 
 
 @needs_debian_mpich

@@ -32,12 +32,15 @@ import json
 import os
 import re
 import shlex
+from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
 from commcheck import experiments, paths
+from commcheck.rfm import learned
+from commcheck.rfm.plugin import Plugin
 from commcheck.site import Stack, kbuild, spack_env
 
 BUILD_TIME = re.compile(r'^BUILD (started|ended)=(\d+(?:\.\d+)?)', re.MULTILINE)
@@ -90,6 +93,20 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     build_started = variable(float, value=0.0)
     build_ended = variable(float, value=0.0)
 
+    #: What this environment is (the generated configuration's extras, or learned from the
+    #: environment: :func:`commcheck.rfm.learned.environment_facts`); every check of the
+    #: environment reads it as ``self.kernels.stack``.
+    #:
+    #: :type: :class:`dict`
+    #: :default: set at setup
+    stack = variable(dict, value={})
+
+    @run_after('setup')
+    def learn_the_stack(self):
+        """The environment's facts, before anything reads them (first of the setup hooks)."""
+        self.stack = learned.environment_facts(self.current_environ, self.current_partition,
+                                               Path(self.stagedir) / 'probe')
+
     @run_after('setup')
     def share_the_partitions_job_limit(self):
         """A local partition's build is one of its jobs (see the module's docstring).
@@ -102,7 +119,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
 
     @run_after('setup')
     def choose_build_path(self):
-        extras = self.current_environ.extras
+        extras = self.stack
         self.backend = extras.get('build', 'cmake')
         if 'c' not in extras['languages']:
             self._use_managed_only(extras)
@@ -115,8 +132,10 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         fortran = 'ON' if 'fortran' in extras['languages'] else 'OFF'
         options = [f'-DCOMMCHECK_FORTRAN={fortran}', '-DCMAKE_BUILD_TYPE=Release']
         environ = self.current_environ
+        # A learned environment's compilers are the ones its probe built MPI programs with.
+        cc, ftn = extras.get('mpi_cc') or environ.cc, extras.get('mpi_fc') or environ.ftn
         self.kernels_inputs = kbuild.build_inputs(
-            {'c': environ.cc, 'fortran': environ.ftn if fortran == 'ON' else ''}, extras['mpi'],
+            {'c': cc, 'fortran': ftn if fortran == 'ON' else ''}, extras['mpi'],
             {k: os.path.expandvars(str(v)) for k, v in environ.env_vars.items()},
             [*options, *environ.cflags, *environ.fflags, *environ.ldflags])
         self.kernels_key = kbuild.build_key(extras['stack'], self.kernels_inputs)
@@ -134,7 +153,10 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         self.build_system.builddir = 'build'
         self.build_system.max_concurrency = os.cpu_count() or 1
         self.build_system.config_opts = options
+        self.build_system.cc, self.build_system.ftn = cc, ftn
         self.postbuild_cmds = [
+            # back in the stage: ReFrame before 4.8 leaves the build in its build directory
+            f'cd {shlex.quote(self.stagedir)}',
             f'cmake --install build --prefix {self.local_prefix}',
             f'{shlex.quote(extras["python_exe"])} -m commcheck.site.kbuild store '
             f'{self.local_prefix} {self.kernels_key} {INPUTS_FILE} '
@@ -167,7 +189,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         """The Java kernels (javac against MPJ Express) and mpi4py for this stack (the binary
         wheel where it serves the stack, else built with its wrapper): build commands of this
         fixture's job, after the compiled kernels."""
-        extras = self.current_environ.extras
+        extras = self.stack
         python, state = shlex.quote(extras['python_exe']), shlex.quote(str(paths.STATE_DIR))
         commands = []
         if 'java' in extras['languages']:
@@ -188,7 +210,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     def _parts(self, done: bool) -> list[tuple[str, str, bool]]:
         """(part, state, made in this session) of what this fixture provides: the compiled
         kernels, mpi4py, the Java kernels; ``done``: as the finished build left them."""
-        extras, parts = self.current_environ.extras, []
+        extras, parts = self.stack, []
         if self.kernels_build:
             fresh = self.kernels_build != 'reused'
             parts.append(('kernels', ('built' if done else 'building') if fresh else 'reused',
@@ -251,7 +273,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         """
         program = experiments.program(kernel, lang)
         language = experiments.LANGUAGES[lang]
-        extras = self.current_environ.extras
+        extras = self.stack
         if language.feature == 'java':
             return program, [], {}
         if language.feature == 'python':
@@ -280,7 +302,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         """
         if self.backend != 'spack' or self.is_dry_run():
             return
-        extras = self.current_environ.extras
+        extras = self.stack
         spack = spack_env.find_spack()
         if spack is None:
             raise spack_env.SpackSetupError(
@@ -306,7 +328,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     def record_spack_lock(self):
         if self.backend != 'spack':
             return
-        env_dir = self.current_environ.extras.get('spack_env') or ''
+        env_dir = self.stack.get('spack_env') or ''
         self.spack_lock = spack_env.lock_digest(env_dir)
         marker = spack_env.osu_failure_marker(env_dir)
         if os.path.isfile(marker):
@@ -316,14 +338,14 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     @property
     def prefix_dir(self) -> str:
         if self.backend == 'spack':
-            return self.current_environ.extras['spack_view']
+            return self.stack['spack_view']
         if self.reused_from:
             return self.reused_from
         return os.path.join(self.stagedir, self.local_prefix)
 
     def build_provenance(self) -> dict[str, str]:
         """How this environment's programs came, for the provenance of the tests using them."""
-        extras, found = self.current_environ.extras, {}
+        extras, found = self.stack, {}
         if self.kernels_build:
             found.update(kernels_build=self.kernels_build, kernels_key=self.kernels_key)
         if 'python' in extras['languages']:
@@ -341,7 +363,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     @sanity_function
     def programs_installed(self):
         """Every program the checks may ask for exists: a partial build fails here, not later."""
-        extras = self.current_environ.extras
+        extras = self.stack
         wanted = [(self.program(p), f'{p} was not built: not in {self.prefix_dir}/bin')
                   for p in experiments.compiled_programs(extras['languages'])]
         if 'java' in extras['languages']:
@@ -378,7 +400,7 @@ def osu_program(environ_extras: dict, name: str) -> str | None:
     return None
 
 
-class OsuProgram(rfm.RegressionTestPlugin):
+class OsuProgram(Plugin):
     """Mixed into the OSU checks: finds the program named by the check's ``benchmark``
     parameter, or skips saying why. Precondition: the check has a ``benchmark`` (an OSU
     program name) and the StackCheck's ``skip_because``."""
@@ -386,13 +408,13 @@ class OsuProgram(rfm.RegressionTestPlugin):
     @run_after('setup')
     def find_program(self):
         # The fixture has not run yet when Spack provides OSU; the view path is already known.
-        self.osu_path = osu_program(self.current_environ.extras, self.benchmark)
+        self.osu_path = osu_program(self.stack, self.benchmark)
         self.skip_because(
-            self.osu_path is None and self.current_environ.extras['build'] != 'spack',
+            self.osu_path is None and self.stack.get("build") != "spack",
             f'{self.benchmark}: OSU Micro-Benchmarks need Spack or a site install (OSU_ROOT or '
             f'a module); {self.current_environ.name} has neither')
 
     @run_before('run')
     def set_osu_executable(self):
-        self.executable = self.osu_path or osu_program(self.current_environ.extras,
+        self.executable = self.osu_path or osu_program(self.stack,
                                                        self.benchmark)

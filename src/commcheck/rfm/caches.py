@@ -6,11 +6,11 @@ from __future__ import annotations
 import functools
 import re
 
-import reframe as rfm
 from reframe.core.builtins import run_after, variable
 from reframe.utility import cpuinfo
 
 from commcheck import experiments
+from commcheck.rfm.plugin import Plugin
 
 LEVEL = re.compile(r'L(\d+)')
 
@@ -53,7 +53,7 @@ def sized_from(llc: int | None, where: str) -> str:
             f'from memory would take {experiments.GRID_OVER_CACHE * llc / 1e9:.1f} GB')
 
 
-class CacheSizedGrid(rfm.RegressionTestPlugin):
+class CacheSizedGrid(Plugin):
     """A grid sized from the node's last-level cache unless given (:func:`commcheck.experiments.
     grid_n`): its two arrays take four times the cache (or, for a cache over 32 MiB, at most a
     quarter of it and 128 MiB), so the check runs from one level of the hierarchy at every rank

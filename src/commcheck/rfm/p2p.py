@@ -1,12 +1,13 @@
 """The shape shared by the point-to-point checks: a pair of ranks, a size sweep, every language."""
 
 import reframe as rfm
-from reframe.core.builtins import fixture, run_after, variable
+from reframe.core.builtins import fixture, variable
 
 from commcheck import experiments
 from commcheck.analysis import hockney, kernel_records
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
+from commcheck.site import vocabulary
 
 
 class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
@@ -40,10 +41,11 @@ class TwoRankSweep(rfm.RunOnlyRegressionTest, StackCheck):
     num_tasks = 2
     kernels = fixture(KernelsBuild, scope='environment')
 
-    @run_after('init')
-    def select_environments(self):
-        # Environments are chosen by the language feature their declaration generates.
-        self.valid_prog_environs = [f'+{experiments.LANGUAGES[self.lang].feature}']
+    valid_prog_environs = vocabulary.ANY_MPI
+
+    def environment_needs(self) -> tuple[str, ...]:
+        """The language of this variant (see :meth:`StackCheck.environment_needs`)."""
+        return (experiments.LANGUAGES[self.lang].feature,)
 
     def use_kernel(self, kernel: str, options: list[str]) -> str:
         """Run ``kernel`` in this test's language with ``options``; returns the command line

@@ -158,6 +158,16 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         prefix_env=(('I_MPI_ROOT', '{prefix}'), ('LD_LIBRARY_PATH', '{prefix}/lib')),
         srun_mpi='pmi2', mpi4py_wheel_library='libmpi.so.12'),
     Flavour(
+        # MPICH-derived (MVAPICH2 2.x, MVAPICH 3.x): MPICH's ABI and Hydra's mpiexec options.
+        name='mvapich', title='MVAPICH', spack_package='mvapich2', launcher='mpiexec',
+        spack_plain_wrappers=True,
+        wrapper_probe=(('-v',), r'for MVAPICH2? version (\S+)'),
+        library_pattern=r'^MVAPICH2? Version\s*:\s*(\S+)',
+        compiler_env={'c': 'MPICH_CC', 'fortran': 'MPICH_FC'},
+        bind_options={'core': ('-bind-to', 'core'), 'none': ('-bind-to', 'none')},
+        per_node_options=('-ppn', '{n}'),
+        srun_mpi='pmi2', mpi4py_wheel_library='libmpi.so.12'),
+    Flavour(
         name='cray-mpich', title='Cray MPICH', spack_package='cray-mpich', launcher='srun',
         spack_variants='~wrappers',
         library_pattern=r'CRAY MPICH version (\d+(?:\.\d+)*)',

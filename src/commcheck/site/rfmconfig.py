@@ -14,10 +14,6 @@ import sys
 from commcheck import __version__, experiments, paths
 from commcheck.site import Partition, Site, Stack, env_flag
 
-#: Keys of ``environment.extras`` the checks rely on (validated by commcheck.rfm.mixins).
-REQUIRED_EXTRAS = ('stack', 'compiler', 'compiler_version', 'mpi', 'mpi_version', 'build',
-                   'languages', 'launcher')
-
 #: One perflog line per performance variable (``perflog_multiline``): the header never depends
 #: on which variables a test produced, so an aborted test cannot make ReFrame rotate the file.
 PERFLOG_FIELDS = ('check_job_completion_time', 'version', 'check_display_name', 'check_system',
