@@ -177,6 +177,10 @@ def test_the_gate_judges_sessions_of_the_sites_configuration(session, site):
     text = clean(judged)
     assert judged.returncode in (0, 1, 3), text
     assert 'PrgEnv-gnu-mpich' in text and 'PrgEnv-gnu-openmpi' in text, text
+    # storage off: the run report itself (reframe --report-file) is read the same way
+    report = str(max(site.glob('run-report-*.json'), key=os.path.getmtime))
+    judged = commcheck('compare', '--db', report, cwd=site)
+    assert judged.returncode in (0, 1, 3) and uuids[-1] in clean(judged), judged.stdout
 
 
 def test_nothing_selected_fails_with_one_line_then_the_S_convention_selects(site):

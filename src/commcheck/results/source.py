@@ -21,13 +21,24 @@ A history source gives (:class:`commcheck.results.store.Listing`):
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from commcheck.results import sample_index
-from commcheck.results.store import HistoryError, ResultsDB, Stored, Warn, warn_stderr
+from commcheck.results.archive import copy_in, open_archive
+from commcheck.results.store import (
+    HistoryError,
+    ResultsDB,
+    Stored,
+    Warn,
+    read_run_report,
+    warn_stderr,
+)
 
 #: The host ReFrame ran on, in the head of a session's record (``session_info.hostname``)
 HOSTNAME = re.compile(r'"hostname": "([^"]*)"')
@@ -149,10 +160,46 @@ def open_history(given: str | Path | None = None, warn: Warn = warn_stderr,
     if url:
         from commcheck.results import pgread
         return pgread.StoreHistory(url, warn)
+    if given and is_run_report(Path(given)):
+        return from_run_report(Path(given), warn)
     if given is None and default is None:
         from commcheck import paths
         default = paths.RESULTS_DB
     return LocalHistory(given or default, warn)
+
+
+def is_run_report(path: Path) -> bool:
+    """A JSON file (a ReFrame run report), not a results database (SQLite's header)."""
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read(64).lstrip()[:1] == b'{'
+    except OSError:
+        return False
+
+
+def from_run_report(path: Path, warn: Warn = warn_stderr) -> LocalHistory:
+    """A ReFrame run report (``reframe -r --report-file FILE``, the record of a site that
+    keeps results storage off) as a history: its session, validated, in a results database of
+    ReFrame's schema in a temporary directory, removed when the process ends."""
+    session = read_run_report(path, warn)          # one line naming the file if it is not one
+    if not session.uuid:
+        raise HistoryError(f'{path}: a run report without a session uuid (ReFrame 4.7 or '
+                           f'later writes one)')
+    scratch = Path(tempfile.mkdtemp(prefix='commcheck-report-'))
+    atexit.register(shutil.rmtree, scratch, True)
+    conn = open_archive(scratch / 'results.db')
+    try:
+        info = session.info
+        cases = [(c.get('name') or c['display_name'], c.get('system'), c.get('partition'),
+                  c.get('environ'), c.get('job_completion_time_unix'), session.uuid,
+                  c.get('uuid')) for c in session.cases]
+        copy_in(conn, (session.uuid, session.time_start, info.get('time_end_unix'),
+                       path.read_text(encoding='utf-8'), str(path)), cases)
+    finally:
+        conn.close()
+    history = LocalHistory(scratch / 'results.db', warn)
+    history.where = str(path)
+    return history
 
 
 def as_history(given, warn: Warn = warn_stderr):
