@@ -79,6 +79,11 @@ class StackCheck(Plugin):
     binding = variable(str, value='')
     placement = variable(str, value='')
 
+    #: How the ranks were bound, in words: the launcher's options that did it, or why none.
+    #:
+    #: :type: :class:`str`  :default: set at setup
+    binding_applied = variable(str, value='')
+
     #: What was measured with: stack versions, build, binding, tools; the gate reports changes.
     provenance = variable(typ.Dict[str, str], value={})
 
@@ -162,9 +167,6 @@ class StackCheck(Plugin):
                           f'oversubscription')
         self.oversubscribed = True
         self.binding = 'none'
-
-    #: How the ranks were bound, in words: the launcher's options that did it, or why none.
-    binding_applied = variable(str, value='')
 
     @run_after('setup')
     def set_launcher(self):
