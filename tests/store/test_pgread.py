@@ -276,10 +276,11 @@ def test_archive_moves_sessions_out_of_the_store_as_its_owner_only(store_and_fil
     assert run('history', '--db', into, '--json', tmp_path / 'h.json') == 0   # reads as a file
 
 
-def test_a_store_without_the_schema_is_refused_in_one_line(pg_store, monkeypatch):
+def test_a_store_without_its_tables_is_refused_in_one_line(pg_store, monkeypatch):
     server, db = pg_store
     monkeypatch.setenv('PGPASSFILE', str(server.passfile))
-    with pytest.raises(source.HistoryUnavailable, match='no commcheck schema'):
+    with pytest.raises(source.HistoryUnavailable,
+                       match='has schema commcheck but no tables yet: run `commcheck push --init`'):
         pgread.StoreHistory(server.url(READER, db))
 
 
