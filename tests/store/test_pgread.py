@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from commcheck import cli, paths
+from commcheck import cli, experiments, paths
 from commcheck.results import history_gen, pgread, pgstore, sample_index, source, store
 from tests.store import histories
 
@@ -315,3 +315,19 @@ def test_readers_read_the_store_the_site_file_names(store_and_file, tmp_path, mo
     assert run('history', '--last', '2', '--json', tmp_path / 'h.json') == 0
     assert json.loads((tmp_path / 'h.json').read_text())['sessions'] == [
         s.uuid for s in store.ResultsDB(spool).stored()[-2:]]
+
+
+def test_rows_pushed_before_the_units_read_in_todays(store_and_file, pg_store):
+    """The stored sessions were recorded without the units of their counts and shares (the
+    stencil's ``halo_share`` ...); a commcheck before those units pushed them so
+    (``unit = ''``): the store reads them in today's, as the file does."""
+    url, _ = store_and_file
+    server, db = pg_store
+    named = sorted(experiments.UNITS)
+    with server.connect(OWNER, db) as conn:
+        assert conn.execute("UPDATE commcheck.measurements SET unit = '' WHERE variable = "
+                            "ANY(%s)", (named,)).rowcount > 0
+    with source.open_history(url) as history:
+        keys = [(k, u) for k, u in history.series().keys() if k.variable in named]
+        assert keys and all(u == experiments.UNITS[k.variable] for k, u in keys)
+        assert {u for _, _, u, _ in history.series().launches(keys[0][0])} == {keys[0][1]}
