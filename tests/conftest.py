@@ -105,3 +105,15 @@ def pg_store(pg_server):
     but no tables yet: (server, database name). ``server.url(role, db)`` addresses it;
     ``server.env()`` gives a subprocess the PGPASSFILE."""
     return pg_server, pg_server.new_database()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many of the documents' shell blocks the tests run and how many are marked, when
+    tests/unit/test_docs.py counted them."""
+    from tests import docblocks
+    if docblocks.COUNTED:
+        c = docblocks.COUNTED
+        terminalreporter.write_line(
+            f'documents\' shell blocks: {c["run"]} run by tests/integration/test_doc_blocks.py, '
+            f'{c["marked"]} marked <!-- needs: ... -->, {c["pending"]} pending marks '
+            f'({", ".join(docblocks.PENDING)})')

@@ -1,7 +1,8 @@
 """A throw-away PostgreSQL 15 server for the tests of the shared history store: Debian's
 ``postgresql`` package (``initdb`` + ``pg_ctl`` run as the ``postgres`` user), its data
-directory and unix socket in a temporary directory, no TCP, password (scram-sha-256) logins
-only, the passwords in a ``PGPASSFILE`` of mode 0600 and nowhere else.
+directory and unix socket in a temporary directory (TCP on 127.0.0.1 only when asked: the
+documents' test), password (scram-sha-256) logins only, the passwords in a ``PGPASSFILE`` of
+mode 0600 and nowhere else.
 
 The fixtures in ``tests/conftest.py`` start one server per test session (``pg_server``) and
 give each test a database of its own with the store's roles (``pg_store``), set up exactly as
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -37,15 +39,24 @@ def missing() -> str | None:
     return None
 
 
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
 class PgServer:
     """One server: start, stop (``pg_ctl stop -m fast``, as the acceptance test does), restart;
     its addresses, passwords and a PGPASSFILE."""
 
-    def __init__(self):
+    def __init__(self, tcp: bool = False):
         self.root = Path(tempfile.mkdtemp(prefix='commcheck-pg-'))
         self.data, self.socket, self.log = self.root / 'data', self.root / 'socket', \
             self.root / 'server.log'
-        self.port = 5432
+        #: also listening on 127.0.0.1 (a free port), as a database host clients reach by TCP
+        self.tcp = tcp
+        self.port = free_port() if tcp else 5432
         self.passwords = {role: secrets.token_hex(16) for role in (SUPERUSER, *ROLES)}
         self.passfile = self.root / 'pgpass'
         self.passfile.write_text(''.join(f'*:*:*:{role}:{word}\n'
@@ -92,7 +103,8 @@ class PgServer:
     def start(self) -> None:
         # fsync off: a throw-away cluster need not survive a crash of the machine, and its
         # stops (a checkpoint each) and commits do not wait for a disk shared with other jobs.
-        opts = (f"-c unix_socket_directories={self.socket} -c listen_addresses='' "
+        listen = '127.0.0.1' if self.tcp else ''
+        opts = (f"-c unix_socket_directories={self.socket} -c listen_addresses='{listen}' "
                 f"-p {self.port} -c fsync=off")
         self._as_postgres(str(PG_BIN / 'pg_ctl'), '-D', str(self.data), '-l', str(self.log),
                           '-w', '-t', '60', '-o', opts, 'start')
