@@ -84,13 +84,19 @@ def commcheck_cmd() -> str:
 def pg_server():
     """A real PostgreSQL 15 server for this test session (tests/pgserver.py), stopped and
     removed at the end. Missing: a skip, and under CI=true a failure."""
+    yield from running_pg_server()
+
+
+def running_pg_server(tcp: bool = False):
+    """A started PostgreSQL server (``tcp``: also on 127.0.0.1), removed when the generator
+    ends; missing: a skip, and under CI=true a failure."""
     from tests import pgserver
     why = pgserver.missing()
     if why:
         if IN_CI:
             pytest.fail(f'CI=true and {why}')
         pytest.skip(why)
-    server = pgserver.PgServer()
+    server = pgserver.PgServer(tcp=tcp)
     try:
         server.init()
         server.start()

@@ -29,7 +29,7 @@ import pytest
 from commcheck import paths
 from commcheck.results import history_gen
 from tests import docblocks, terminal
-from tests.conftest import IN_CI, needs_stacks
+from tests.conftest import needs_stacks, running_pg_server
 from tests.store import histories
 
 pytestmark = [pytest.mark.integration]
@@ -89,19 +89,7 @@ def unix(day: str) -> float:
 def db_host():
     """A PostgreSQL server of its own (its roles' passwords are the blocks' to set), reached
     by TCP: the database host. Missing: a skip, and under CI=true a failure (as pg_server)."""
-    from tests import pgserver
-    why = pgserver.missing()
-    if why:
-        if IN_CI:
-            pytest.fail(f'CI=true and {why}')
-        pytest.skip(why)
-    server = pgserver.PgServer(tcp=True)
-    try:
-        server.init()
-        server.start()
-        yield server
-    finally:
-        server.remove()
+    yield from running_pg_server(tcp=True)
 
 
 def eiger(scene, n: int = 21) -> list[str]:
