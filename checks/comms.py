@@ -30,7 +30,8 @@ KERNELS = {'comms1': ('pingpong', 'oneway_us'), 'comms2': ('comms2', 'msg_us')}
 def fit_values(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
     small, large = fit.segments[0], fit.segments[-1]
     values = {'r_inf': (single.r_inf_MBps, 'MB/s'), 'n_half': (single.n_half_bytes, 'B'),
-              't0': (single.t0_us, 'us'), 'fit_rms_rel': (single.rms_rel, ''),
+              't0': (single.t0_us, 'us'),
+              'fit_rms_rel': (single.rms_rel, experiments.UNITS['fit_rms_rel']),
               'breakpoint': (fit.breakpoint_bytes or 0, 'B')}
     for name, seg in (('small', small), ('large', large)):
         values.update({f'r_inf_{name}': (seg.r_inf_MBps, 'MB/s'),

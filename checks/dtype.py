@@ -110,10 +110,11 @@ class DerivedDatatypes(TwoRankSweep):
                   'slowdown': (contig.r_inf_MBps / mode.r_inf_MBps, 'x')}
         waits = [run['WAIT'][0]['cpu_wait'] for run in self._runs() if run['WAIT']]
         if len(waits) == 2:     # both sweeps read their ranks' run delay (C and Fortran)
-            values[experiments.CPU_WAIT] = (max(waits), '')
+            values[experiments.CPU_WAIT] = (max(waits), experiments.UNITS[experiments.CPU_WAIT])
         if self.osu_path:
             ours = kernel_records.select(self._runs()[1]['DATA'], size=self.osu_compare_bytes)
             theirs = self._osu_oneway_us()
             values.update({'osu_oneway': (theirs, 'us'),
-                           'osu_diff': ((ours['oneway_us'] - theirs) / theirs, '')})
+                           'osu_diff': ((ours['oneway_us'] - theirs) / theirs,
+                                        experiments.UNITS['osu_diff'])})
         self.perf_variables = with_own_costs(self, computed_variables(self, values))

@@ -19,6 +19,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import PerformanceError
 
+from commcheck import experiments
 from commcheck.analysis import fabric
 from commcheck.rfm.build import KernelsBuild
 from commcheck.rfm.mixins import StackCheck
@@ -132,7 +133,7 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
                                               metrics=self.judged_metrics()))
         values = {'latency_median': (judged.medians['latency'], 'us'),
                   'bw_median': (judged.medians['bandwidth'], 'MB/s'),
-                  'named': (len(judged.outliers), '')}
+                  'named': (len(judged.outliers), experiments.UNITS['named'])}
         for node in judged.nodes:
             name = fabric.safe_name(node)
             values[f'node_latency_{name}'] = (judged.node_values['latency'][node], 'us')

@@ -74,7 +74,7 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
     def set_perf_variables(self):
         self.perf_variables = {p: perf_record(self, 'RESULT', f'{p}_s', 's')
                                for p in (*experiments.POINTER_PHASES, 'total_min', 'total_max')}
-        self.perf_variables['reps'] = perf_record(self, 'RESULT', 'reps', '')
+        self.perf_variables['reps'] = perf_record(self, 'RESULT', 'reps', experiments.UNITS['reps'])
         if self.is_paired:
             self.perf_variables.update({
                 name: perf_record(self, 'RESULT', f'{phase}_ratio', 'x')

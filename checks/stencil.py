@@ -122,7 +122,7 @@ class RepeatedRuns(Plugin):
     def spread_variables(self, result: dict) -> dict:
         """The median run's spread: fastest and slowest run, and how many ran."""
         return {'time_min': (result['time_min_s'], 's'), 'time_max': (result['time_max_s'], 's'),
-                'reps': (result['reps'], '')}
+                'reps': (result['reps'], experiments.UNITS['reps'])}
 
 
 class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGrid):
@@ -336,16 +336,19 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         # oversubscribed: ranks time-sliced on shared cores make no bound (none shown)
         fraction = {}
         if not self.oversubscribed:
-            fraction['bw_fraction'] = (result['mem_GBps'] / stream['copy_GBps'], '')
+            fraction['bw_fraction'] = (result['mem_GBps'] / stream['copy_GBps'],
+                                      experiments.UNITS['bw_fraction'])
             if floor:   # the compute-only runs' traffic over the same bound: its floor
                 fraction['floor_bw_fraction'] = (fraction['bw_fraction'][0] * result['time_s']
-                                                 / floor['floor_time'][0], '')
+                                                 / floor['floor_time'][0],
+                                                 experiments.UNITS['floor_bw_fraction'])
         self.perf_variables = with_own_costs(self, computed_variables(self, {
             'time': (result['time_s'], 's'), 'glups': (result['glups'], 'GLUP/s'),
-            'halo_share': (result['halo_share'], ''),
+            'halo_share': (result['halo_share'], experiments.UNITS['halo_share']),
             # none on the small grid: the sequential fixture ran another size
             **({} if self.small_grid else {'speedup': (speedup, 'x'),
-                                           'efficiency': (speedup / self.ranks, '')}),
+                                           'efficiency': (speedup / self.ranks,
+                                                          experiments.UNITS['efficiency'])}),
             'stream_copy': (stream['copy_GBps'], 'GB/s'), **fraction, **floor,
             **({'seq_time': (result['seq_time_s'], 's')} if paired_seq else {}),
             **self.spread_variables(result)}))

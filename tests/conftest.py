@@ -84,13 +84,19 @@ def commcheck_cmd() -> str:
 def pg_server():
     """A real PostgreSQL 15 server for this test session (tests/pgserver.py), stopped and
     removed at the end. Missing: a skip, and under CI=true a failure."""
+    yield from running_pg_server()
+
+
+def running_pg_server(tcp: bool = False):
+    """A started PostgreSQL server (``tcp``: also on 127.0.0.1), removed when the generator
+    ends; missing: a skip, and under CI=true a failure."""
     from tests import pgserver
     why = pgserver.missing()
     if why:
         if IN_CI:
             pytest.fail(f'CI=true and {why}')
         pytest.skip(why)
-    server = pgserver.PgServer()
+    server = pgserver.PgServer(tcp=tcp)
     try:
         server.init()
         server.start()
@@ -105,3 +111,15 @@ def pg_store(pg_server):
     but no tables yet: (server, database name). ``server.url(role, db)`` addresses it;
     ``server.env()`` gives a subprocess the PGPASSFILE."""
     return pg_server, pg_server.new_database()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many of the documents' shell blocks the tests run and how many are marked, when
+    tests/unit/test_docs.py counted them."""
+    from tests import docblocks
+    if docblocks.COUNTED:
+        c = docblocks.COUNTED
+        terminalreporter.write_line(
+            f'documents\' shell blocks: {c["run"]} run by tests/integration/test_doc_blocks.py, '
+            f'{c["marked"]} marked <!-- needs: ... -->, {c["pending"]} pending marks '
+            f'({", ".join(docblocks.PENDING)})')

@@ -24,7 +24,9 @@ BEGIN
 END
 $$;
 
--- Nobody else creates objects in this database; the owner may create the schema.
+-- Nobody else creates objects in this database. The owner role gets no right on the database
+-- beyond CONNECT (no CREATE: it cannot make other schemas): the schema is made here, owned by
+-- it, and `push --init` only creates and migrates tables inside it.
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 DO $$
 BEGIN

@@ -300,6 +300,29 @@ FLOOR_VARIABLES = (
 #: it for their whole sweep (``WAIT`` records). Judged with the floors, never on its own, never
 #: referenced.
 CPU_WAIT = 'cpu_wait'
+#: The unit of every performance variable that is a count or a share of something, naming what
+#: it counts or what it is a share of (every other variable's unit is a physical one: us, s,
+#: MB/s, B, GLUP/s, x for a factor). ``cpu_wait``: seconds a rank was ready to run but waited
+#: for a CPU, per second of the measuring's wall-clock time (docs/floors.md#cpu-contention).
+#: Sessions recorded before these units had none ('') and are read as having them
+#: (:func:`unit_now`).
+UNITS = {
+    CPU_WAIT: 'of wall time',
+    'halo_share': 'of loop time',               # the stencil's halo exchange, max over ranks
+    'efficiency': 'of linear speedup',          # speedup over ranks
+    'bw_fraction': 'of STREAM copy',            # the stencil's memory traffic over STREAM's
+    'floor_bw_fraction': 'of STREAM copy',
+    'fit_rms_rel': 'of measured time',          # Hockney's RMS residual, relative
+    'osu_diff': 'of OSU time',                  # ours minus OSU's one-way time, over OSU's
+    'reps': 'runs',
+    'named': 'outliers',                        # the fabric sweep's named nodes and links
+}
+
+
+def unit_now(variable: str, unit: str) -> str:
+    """The unit a stored value of ``variable`` is read in: as recorded, or, where it was
+    recorded without one (before :data:`UNITS`), today's."""
+    return unit or UNITS.get(variable, unit)
 #: Checks whose C and Fortran kernels measure the floor, and the languages that do not: the
 #: managed kernels (Java, Python) have none (a JIT and an interpreter between the program and
 #: the hardware; no shared segment outside MPI).

@@ -91,6 +91,18 @@ def test_languages_an_environment_lacks_are_not_selected(main_job):
         assert langs <= allowed, (stack.name, langs - allowed)
 
 
+def test_every_performance_value_has_a_unit(main_job):
+    """As ReFrame's report prints them: a count or a share names what it counts or what it is
+    a share of (experiments.UNITS: the CPU wait's is 'of wall time')."""
+    env, _ = main_job
+    values = {(tc['display_name'].split()[0], name.split(':')[-1]): entry[4]
+              for tc in cases(run_reports(env)[-1]) for name, entry in
+              (tc.get('perfvalues') or {}).items()}
+    assert len(values) > 50 and ('PingPong', experiments.CPU_WAIT) in values
+    assert [key for key, unit in values.items() if not unit] == []
+    assert values['PingPong', experiments.CPU_WAIT] == 'of wall time'
+
+
 def test_every_size_reaches_the_perflog(main_job):
     env, _ = main_job
     perflog = Path(env['COMMCHECK_REPORTS']) / 'perflogs' / 'local' / 'default' / 'PingPong.log'

@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from commcheck import cli, paths
+from commcheck import cli, experiments, paths
 from commcheck.results import history_gen, pgread, pgstore, sample_index, source, store
 from tests.store import histories
 
@@ -276,10 +276,11 @@ def test_archive_moves_sessions_out_of_the_store_as_its_owner_only(store_and_fil
     assert run('history', '--db', into, '--json', tmp_path / 'h.json') == 0   # reads as a file
 
 
-def test_a_store_without_the_schema_is_refused_in_one_line(pg_store, monkeypatch):
+def test_a_store_without_its_tables_is_refused_in_one_line(pg_store, monkeypatch):
     server, db = pg_store
     monkeypatch.setenv('PGPASSFILE', str(server.passfile))
-    with pytest.raises(source.HistoryUnavailable, match='no commcheck schema'):
+    with pytest.raises(source.HistoryUnavailable,
+                       match='has schema commcheck but no tables yet: run `commcheck push --init`'):
         pgread.StoreHistory(server.url(READER, db))
 
 
@@ -314,3 +315,19 @@ def test_readers_read_the_store_the_site_file_names(store_and_file, tmp_path, mo
     assert run('history', '--last', '2', '--json', tmp_path / 'h.json') == 0
     assert json.loads((tmp_path / 'h.json').read_text())['sessions'] == [
         s.uuid for s in store.ResultsDB(spool).stored()[-2:]]
+
+
+def test_rows_pushed_before_the_units_read_in_todays(store_and_file, pg_store):
+    """The stored sessions were recorded without the units of their counts and shares (the
+    stencil's ``halo_share`` ...); a commcheck before those units pushed them so
+    (``unit = ''``): the store reads them in today's, as the file does."""
+    url, _ = store_and_file
+    server, db = pg_store
+    named = sorted(experiments.UNITS)
+    with server.connect(OWNER, db) as conn:
+        assert conn.execute("UPDATE commcheck.measurements SET unit = '' WHERE variable = "
+                            "ANY(%s)", (named,)).rowcount > 0
+    with source.open_history(url) as history:
+        keys = [(k, u) for k, u in history.series().keys() if k.variable in named]
+        assert keys and all(u == experiments.UNITS[k.variable] for k, u in keys)
+        assert {u for _, _, u, _ in history.series().launches(keys[0][0])} == {keys[0][1]}

@@ -248,7 +248,9 @@ def test_a_writer_cannot_create_the_schema_and_is_told_who_can(pg_store, tmp_pat
     histories.results_db(tmp_path / 'reports' / 'results.db', histories.sessions(1, seed=6))
     done = push(env_for(server, db, 'commcheck_writer', tmp_path))
     assert done.returncode == 2
-    assert done.stderr.count('\n') == 1 and 'commcheck push --init' in done.stderr
+    assert done.stderr.count('\n') == 1, done.stderr
+    assert done.stderr.rstrip().endswith('run `commcheck push --init` as commcheck_owner, the '
+                                         "store's owner role")
 
 
 def test_a_wrong_password_is_refused_not_spooled(pg_store, tmp_path):

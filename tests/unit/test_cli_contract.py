@@ -256,6 +256,37 @@ def test_every_bad_value_is_refused_with_one_line(world):
     assert digest(world) == before
 
 
+def _parse_error(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        cli.parser().parse_args(argv)
+    assert stop.value.code == errors.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and err.startswith('ERROR: '), err
+    return err
+
+
+@pytest.mark.parametrize('path', [(), *(path for path, _ in subcommands())], ids=' '.join)
+def test_an_unknown_option_is_named_before_any_missing_argument(path, capsys):
+    """``archive --no-such-flag`` (``--before`` required) and every other command, with and
+    without its required arguments: the unknown option is what the one line names, with the
+    command it was given to."""
+    required = REQUIRED.get(path, lambda w: [])(Path('/nonexistent-world'))
+    for argv in ([*path, '--no-such-flag'], [*path, *required, '--no-such-flag'],
+                 [*path, '--no-such-flag=1', *required]):
+        err = _parse_error(argv, capsys)
+        prog = ' '.join(('commcheck', *path))
+        assert err.startswith(f'ERROR: {prog}: unrecognized arguments: --no-such-flag'), err
+
+
+def test_a_stray_argument_is_named_by_its_command(capsys):
+    err = _parse_error(['archive', '--before', '2026-01-01', 'stray'], capsys)
+    assert err.startswith('ERROR: commcheck archive: unrecognized arguments: stray'), err
+    err = _parse_error(['compare', '--fail-on-machine-change', 'stray'], capsys)
+    assert err.startswith('ERROR: commcheck compare: unrecognized arguments: stray'), err
+    args = cli.parser().parse_args(['run', '--', '-n', 'PingPong', '--no-such', '-1'])
+    assert args.reframe_args == ['-n', 'PingPong', '--no-such', '-1']     # ReFrame's, unread
+
+
 @pytest.mark.parametrize('argv', [
     ['history', '--since', '2999-01-01'], ['history', '--until', '1990-01-01'],
     ['history', '--since', '2025-01-02', '--until', '2025-01-01'],

@@ -2,7 +2,10 @@
 (GitHub's anchor rule), and so does every docs/ link in the code's comments and site files;
 every ``commcheck ...`` line in the README's code blocks parses with the current command line (a
 dry parse: nothing runs); every environment variable of the README's settings table is read in
-src/ or config/. Each check is also fed a planted fault, in a temporary copy, and must name it.
+src/ or config/; every shell block of the documents is run by a test or marked with what it
+needs that CI lacks (tests/docblocks.py; tests/integration/test_doc_blocks.py runs them), and
+a block that is neither, or that fails as written, is named by file and line. Each check is
+also fed a planted fault, in a temporary copy, and must name it.
 """
 
 import contextlib
@@ -16,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from commcheck import cli
+from tests import docblocks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -300,3 +304,82 @@ def test_a_dead_variable_is_caught(copy):
         '| `COMMCHECK_BINDING` |', '| `COMMCHECK_NO_SUCH_SETTING`, `COMMCHECK_BINDING` |')
     readme.write_text(text, encoding='utf-8')
     assert dead_variables(readme, roots) == ['COMMCHECK_NO_SUCH_SETTING']
+
+
+# -- the shell blocks: run by a test, or marked ------------------------------------------------
+def test_every_shell_block_is_run_or_marked():
+    problems, counts = docblocks.run_or_marked()
+    docblocks.COUNTED.update(counts)
+    print(f'documents\' shell blocks: {counts["run"]} run by tests/integration/'
+          f'test_doc_blocks.py, {counts["marked"]} marked <!-- needs: ... -->, '
+          f'{counts["pending"]} pending ({", ".join(docblocks.PENDING)})')
+    assert problems == []
+    assert counts['run'] >= 10 and counts['marked'] >= 10
+
+
+def test_a_block_neither_run_nor_marked_is_caught(tmp_path):
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'README.md').write_text('# x\n\n```sh\nmake run\n```\n')
+    (tmp_path / 'docs' / 'a.md').write_text(
+        'Text.\n\n<!-- needs: a real Slurm cluster -->\n```sh\nsbatch job.sh\n```\n\n'
+        '```sh\ncommcheck frobnicate   # new\n```\n\n```yaml\nnot: shell\n```\n'
+        '<!-- needs: nothing -->\n\n```sh\necho the marker is not directly above\n```\n')
+    (tmp_path / 'sub').mkdir()
+    (tmp_path / 'sub' / 'README.md').write_text('  ```bash\n  ls \\\n    -l\n  ```\n')
+    run = {'x': (('README.md', 'make run', docblocks.CLIENT),
+                 ('docs/a.md', 'gone', docblocks.CLIENT))}
+    problems, counts = docblocks.run_or_marked(tmp_path, run, pending=())
+    assert problems == [
+        "docs/a.md:8: a shell block neither run by a test (tests/docblocks.py RUN) nor "
+        "marked <!-- needs: ... --> ('commcheck frobnicate')",
+        "docs/a.md:17: a shell block neither run by a test (tests/docblocks.py RUN) nor "
+        "marked <!-- needs: ... --> ('echo the marker is not directly above')",
+        "sub/README.md:1: a shell block neither run by a test (tests/docblocks.py RUN) nor "
+        "marked <!-- needs: ... --> ('ls')",
+        "docs/a.md: no shell block starts 'gone' (RUN names it)"], problems
+    assert counts == {'run': 1, 'marked': 1, 'pending': 0}
+
+
+def test_exit_codes_are_read_from_the_comment():
+    block = docblocks.Block('d.md', 1, ((2, 'commcheck compare   # exit 0 fine, 1 regressed, 3 '
+                                             'undecided'),
+                                         (3, '# a comment line'),
+                                         (4, "commcheck site check x.yaml  # exit 0, or 2: 'a#b'"),
+                                         (5, 'echo "not # a comment" \\'),
+                                         (6, '    --more')), None)
+    found = [(c.line, sorted(c.codes)) for c in docblocks.commands(block)]
+    assert found == [(2, [0, 1, 3]), (4, [0, 2]), (5, [0])]
+    assert docblocks.codes('# (exit 2; when it is 0, this is wrong)') == {2}
+    assert docblocks.codes('# exit 0 up, 1 partly up, 3 stopped') == {0, 1, 3}
+    assert docblocks.codes('# exit 0, 1 or 3') == {0, 1, 3} == docblocks.codes('# exit 0, or 3, 1')
+    assert docblocks.replace('a <uuid> b <uuid> PASSWORD OWNER_PASSWORD',
+                             {'<uuid>': ['1', '2'], 'PASSWORD': 'p', 'OWNER_PASSWORD': 'o'}) \
+        == 'a 1 b 2 p o'
+
+
+BROKEN = """# A synthetic document
+
+```sh
+commcheck site show > mysite.yaml                  # this machine, as a site file
+commcheck site check --renamed-option mysite.yaml  # an option the command no longer has
+commcheck site check mysite.yaml                   # exit 2 (wrong: it is 0)
+grep -q replaced PLACEHOLDER                        # exit 0 once the placeholder is replaced
+commcheck site check mysite.yaml                   # exit 0, or 2 and one line per problem
+```
+"""
+
+
+def test_a_broken_block_fails_its_run_naming_file_and_line(tmp_path, isolated_env):
+    """The runner of the documents' blocks on a synthetic document: a renamed option and an
+    exit code the document gets wrong are named by file and line; the good lines pass."""
+    (tmp_path / 'README.md').write_text(BROKEN)
+    (tmp_path / 'here').write_text('replaced\n')
+    block, = docblocks.blocks(tmp_path)
+    problems, out = docblocks.run_group([block], {'PLACEHOLDER': 'here'}, tmp_path / 'codes',
+                                        env=isolated_env, cwd=tmp_path)
+    assert problems == [
+        'README.md:5: commcheck site check --renamed-option mysite.yaml  # an option the '
+        'command no longer has: exit 2, the document says 0',
+        'README.md:6: commcheck site check mysite.yaml                   # exit 2 (wrong: it '
+        'is 0): exit 0, the document says 2'], out
+    assert 'unrecognized arguments: --renamed-option' in out

@@ -205,7 +205,7 @@ def as_samples(session: dict, per_side: int, scale: float = 1.0) -> dict[tuple, 
 
 def _unit(name: str) -> str:
     if name == experiments.CPU_WAIT:
-        return ''
+        return experiments.UNITS[name]
     floor = experiments.floor_variable(name)
     return floor.unit if floor else VARIABLES[name][2]
 

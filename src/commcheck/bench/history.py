@@ -38,6 +38,7 @@ from rich.table import Table
 
 from commcheck import console as textconsole
 from commcheck import paths
+from commcheck.bench import machine
 from commcheck.results import history_gen, store
 
 console = textconsole.make()
@@ -208,16 +209,6 @@ def main(args) -> int:
                           f'generating and timing...')
             results[n] = one_size(report, n, args, Path(tmp))
             console.print(table(results, args.repeat, args.widen, args.clusters))
-    console.print(f'source session: {source}; machine: {_cpu()}; '
+    console.print(f'source session: {source}; machine: {machine.describe()}; '
                   f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}')
     return 0
-
-
-def _cpu() -> str:
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                return f'{line.split(":", 1)[1].strip()}, {os.cpu_count()} CPUs'
-    except OSError:
-        pass
-    return f'{os.cpu_count()} CPUs'

@@ -1,8 +1,8 @@
-"""``commcheck bench [pingpong|gate|history|upgrade]``: benchmarks, not tests, whose code is the
-:mod:`commcheck.bench` layer; this module is their parser. Their options are checked here before
-anything is built: the stack by name (unknown: the known ones listed), ``--iters`` within the
-range the kernels accept (``src/kernels/common/cc_sweep.h``), ``--launches`` enough for one
-comparison.
+"""``commcheck bench [pingpong|gate|history|upgrade|firstrun]``: benchmarks, not tests, whose
+code is the :mod:`commcheck.bench` layer; this module is their parser. Their options are checked
+here before anything is built: the stack by name (unknown: the known ones listed), ``--iters``
+within the range the kernels accept (``src/kernels/common/cc_sweep.h``), ``--launches`` enough
+for one comparison.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def _min_launches() -> int:
 def add_parsers(sub) -> None:
     bench = sub.add_parser('bench', help='benchmarks: our ping-pong beside NetPIPE/OSU, or the '
                                          "gate's false-positive rate and power")
-    bench.add_argument('what', nargs='?', choices=('pingpong', 'gate', 'history', 'upgrade'),
-                       default='pingpong')
+    bench.add_argument('what', nargs='?', default='pingpong',
+                       choices=('pingpong', 'gate', 'history', 'upgrade', 'firstrun'))
     bench.add_argument('--iters', type=options.whole(1, KERNEL_MAX_ITERS), default=20000,
                        help='round trips per launch (pingpong)')
     _gate_options(bench)
@@ -33,13 +33,17 @@ def add_parsers(sub) -> None:
     bench.add_argument('--pairs', type=options.whole(1, 1000), default=16,
                        help='pairs of launches per stack in each session (upgrade)')
     bench.add_argument('--json', type=options.output_file,
-                       help='where the launches go (gate; default reports/bench/gate-<time>.json)')
+                       help='where the launches go (gate; default reports/bench/gate-<time>.json'
+                            '); the runs\' figures and machine (firstrun)')
     bench.add_argument('--rejudge', type=options.existing_file, metavar='FILE',
                        help='judge the launches a previous run recorded (its --json) under '
                             'the current rules, launching nothing (gate)')
     bench.add_argument('--stack', type=options.name,
                        help='one stack (default: the Debian MPICH and Open MPI)')
     _history_options(bench)
+    bench.add_argument('--repo', type=options.nonempty, metavar='SOURCE',
+                       help='the repository a fresh clone is made of, a path or URL (firstrun; '
+                            'default: this checkout, its HEAD)')
     bench.set_defaults(func=cmd_bench)
 
 
@@ -81,7 +85,8 @@ def _history_options(bench) -> None:
                             ', its owner role, an empty store: emptied again after) and time '
                             'the same steps on it, and one push (history)')
     bench.add_argument('--keep', type=options.output_dir,
-                       help='make the histories under this directory (history; default: /tmp)')
+                       help='make the histories under this directory (history; default: /tmp)'
+                            '; the clone and its logs, kept (firstrun)')
 
 
 def check_stack(args) -> None:
@@ -109,5 +114,8 @@ def cmd_bench(args) -> int:
     if args.what == 'history':
         from commcheck.bench import history
         return history.main(args)
+    if args.what == 'firstrun':
+        from commcheck.bench import firstrun
+        return firstrun.main(args)
     from commcheck.bench import pingpong
     return pingpong.main(args)

@@ -95,9 +95,15 @@ def log_traceback() -> Path:
     return Path('(no writable log directory)')
 
 
+#: Longest message printed whole; a longer one keeps its two ends (what went wrong, and what
+#: to do, which a message says last) around a " ... ".
+LONGEST = 600
+
+
 def _one_line(err: BaseException) -> str:
     text = ' '.join(str(err).split())
-    return text[:300] + ('...' if len(text) > 300 else '')
+    half = LONGEST // 2
+    return text if len(text) <= LONGEST else f'{text[:half]} ... {text[-half:]}'
 
 
 def guarded(command) -> int:

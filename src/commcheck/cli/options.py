@@ -21,9 +21,14 @@ from commcheck.errors import EXIT_CODES, EXIT_USAGE, UserError
 EPILOG = 'exit codes: ' + '; '.join(f'{code} {what}' for code, what in EXIT_CODES)
 
 
+NEGATIVE = re.compile(r'^-\d+$|^-\d*\.\d+$')
+
+
 class Parser(argparse.ArgumentParser):
     """Bad arguments: one ERROR line (with the command and the option), exit 2; every
-    ``--help`` ends with the exit codes."""
+    ``--help`` ends with the exit codes. An unknown option or argument is named by the command
+    it was given to, before anything else is said about that command's arguments (argparse
+    would first ask for a required one: "required: --before" for ``archive --no-such-flag``)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault('epilog', EPILOG)
@@ -31,6 +36,35 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(EXIT_USAGE, f'ERROR: {self.prog}: {message} (see {self.prog} --help)\n')
+
+    def parse_known_args(self, args=None, namespace=None):
+        import sys
+        args = list(sys.argv[1:] if args is None else args)
+        unknown = self._unknown_option(args)
+        if unknown:
+            self.error(f'unrecognized arguments: {unknown}')
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f'unrecognized arguments: {" ".join(extras)}')
+        return parsed, extras
+
+    def _unknown_option(self, args: list[str]) -> str | None:
+        """The first option of ``args`` this parser does not know, up to ``--`` or the
+        subcommand (whose own parser looks at the rest)."""
+        commands = {name for action in self._actions
+                    if isinstance(action, argparse._SubParsersAction) for name in action.choices}
+        known = self._option_string_actions
+        for arg in args:
+            if arg == '--' or arg in commands:
+                return None
+            if not arg.startswith('-') or arg == '-' or NEGATIVE.match(arg):
+                continue
+            name = arg.split('=', 1)[0]
+            if name in known or arg[:2] in known or (
+                    name.startswith('--') and any(o.startswith(name) for o in known)):
+                continue
+            return arg
+        return None
 
 
 # -- values ------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from commcheck import experiments
 from commcheck.errors import UserError
 from commcheck.results import references
 from commcheck.results.store import Sample, SampleKey, interned
@@ -39,6 +40,12 @@ class Variable(BaseModel):
     #: of the same launch, and takes sessions as its unit (absent from older files).
     sessions: list[str] = []
     times: list[float] = []
+
+    @model_validator(mode='after')
+    def _unit_now(self):
+        """A file written before the variable had a unit reads as having today's."""
+        self.unit = experiments.unit_now(self.variable, self.unit)
+        return self
 
     @property
     def key(self) -> SampleKey:

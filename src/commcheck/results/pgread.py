@@ -25,7 +25,7 @@ import json
 import math
 from pathlib import Path
 
-from commcheck import dburl
+from commcheck import dburl, experiments
 from commcheck.results import pgstore
 from commcheck.results.sample_index import Indexed
 from commcheck.results.source import HistoryUnavailable, Listed
@@ -116,7 +116,8 @@ class StoreSeries(Connected):
         sql = (f'SELECT cluster, partition, environ, test, variable, min(unit) FROM '
                f'{S}.measurements' + (f' WHERE {" AND ".join(where)}' if where else '')
                + ' GROUP BY cluster, partition, environ, test, variable')
-        return sorted((SampleKey(*r[:5]), r[5]) for r in self._query(sql, params))
+        return sorted((SampleKey(*r[:5]), experiments.unit_now(r[4], r[5]))
+                      for r in self._query(sql, params))
 
     def launches(self, key: tuple, chosen=None) -> list[tuple[str, list[float], str, list]]:
         """One variable's measured launches (not oversubscribed, value > 0; in the chosen
@@ -139,7 +140,7 @@ class StoreSeries(Connected):
                 continue
             if uuid != current:
                 current, values, provenances = uuid, [], []
-                out.append((uuid, values, unit, provenances))
+                out.append((uuid, values, experiments.unit_now(key[4], unit), provenances))
             values.append(float(value))
             provenances.append(self._provenance(pid, uuid))
         return out

@@ -88,9 +88,10 @@ MEASUREMENT_COLUMNS = ('session', 'launch', 'time_unix', 'cluster', 'partition',
                        'test', 'variable', 'value', 'unit', 'result', 'oversubscribed',
                        'provenance')
 
-#: MIGRATIONS[v] takes a store from version v to v + 1 (0: no schema yet).
+#: MIGRATIONS[v] takes a store from version v to v + 1 (0: no tables yet). The schema itself
+#: is config/history/roles.sql's (made by a superuser, owned by the owner role); created
+#: here only where it is missing (:func:`_create_schema`).
 MIGRATIONS: tuple[tuple[str, ...], ...] = ((
-    f'CREATE SCHEMA IF NOT EXISTS {SCHEMA}',
     f'CREATE TABLE {SCHEMA}.meta (name text PRIMARY KEY, value text NOT NULL)',
     f'''CREATE TABLE {SCHEMA}.sessions (
         uuid uuid PRIMARY KEY,
@@ -244,7 +245,10 @@ def _newer(found: int, address: str) -> StoreRefused:
 def ensure_schema(conn, address: str, create: bool = True) -> int:
     """The store at :data:`SCHEMA_VERSION`, created or migrated under an advisory lock when
     ``create`` (else refused: readers never change a store); a newer one is refused. Returns
-    the version found before. Needs the owner's privileges only when it creates or migrates."""
+    the version found before. Needs the right to create tables in the schema only when it
+    creates or migrates them, and the database's CREATE right only where the schema is missing
+    (roles.sql makes it, owned by the owner role: ``CREATE SCHEMA IF NOT EXISTS`` would need
+    that right even then)."""
     import psycopg
     found = schema_version(conn)
     if found == SCHEMA_VERSION:
@@ -252,10 +256,11 @@ def ensure_schema(conn, address: str, create: bool = True) -> int:
     if found is not None and found > SCHEMA_VERSION:
         raise _newer(found, address)
     if not create:
-        raise StoreRefused(f'history store {dburl.redact(address)} has '
-                           + ('no commcheck schema' if found is None else
-                              f'schema version {found}, older than {SCHEMA_VERSION}')
-                           + ': run `commcheck push --init` once as its owner role')
+        lacks = _lacks(conn, found)
+        first = ('as a superuser run config/history/roles.sql, then ' if
+                 lacks == f'no schema {SCHEMA}' else '')
+        raise StoreRefused(f'history store {dburl.redact(address)} has {lacks}: {first}'
+                           f'run `commcheck push --init` once as its owner role')
     try:
         with conn.transaction():
             conn.execute('SELECT pg_advisory_xact_lock(%s)', (SCHEMA_LOCK,))
@@ -264,21 +269,84 @@ def ensure_schema(conn, address: str, create: bool = True) -> int:
                 if found > SCHEMA_VERSION:
                     raise _newer(found, address)
                 return found
+            _may_create(conn, found, address)
+            _create_schema(conn)
             for step in MIGRATIONS[found or 0:]:
                 for statement in step:
                     conn.execute(statement)
             conn.execute(f"INSERT INTO {SCHEMA}.meta VALUES ('schema_version', %s) "
                          f"ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
                          (str(SCHEMA_VERSION),))
-    except psycopg.errors.InsufficientPrivilege as err:
-        raise StoreRefused(f'history store {dburl.redact(address)}: '
-                           + ('no commcheck schema' if found is None else
-                              f'schema version {found}, older than {SCHEMA_VERSION}')
-                           + f', and this role may not create it ({err.diag.message_primary}): '
-                             f'run `commcheck push --init` once as the owner role') from None
     except psycopg.Error as err:
         raise failure(err, address) from None
     return found or 0
+
+
+def _lacks(conn, found: int | None) -> str:
+    """What the store lacks: its schema, its tables, or a newer version of them."""
+    if found is not None:
+        return f'schema version {found}, older than {SCHEMA_VERSION}'
+    there = conn.execute('SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = %s',
+                         (SCHEMA,)).fetchone()[0]
+    return f'schema {SCHEMA} but no tables yet' if there else f'no schema {SCHEMA}'
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rights:
+    """What this connection's role may create where the store's tables go."""
+    role: str
+    database: str
+    on_database: bool           # CREATE on the database (a new schema)
+    schema_owner: str | None    # None: no schema yet
+    usage: bool                 # USAGE on the schema (to reach its tables)
+    on_schema: bool             # CREATE on the schema (new tables)
+    store_owner: str | None     # the role whose new tables writer and reader get (roles.sql)
+
+
+def _rights(conn) -> _Rights:
+    row = conn.execute(
+        'SELECT current_user, current_database(), '
+        "has_database_privilege(current_database(), 'CREATE'), "
+        'pg_get_userbyid(n.nspowner), '
+        "n.oid IS NOT NULL AND has_schema_privilege(n.oid, 'USAGE'), "
+        "n.oid IS NOT NULL AND has_schema_privilege(n.oid, 'CREATE'), "
+        '(SELECT pg_get_userbyid(d.defaclrole) FROM pg_catalog.pg_default_acl d '
+        ' WHERE d.defaclnamespace = n.oid ORDER BY d.defaclrole LIMIT 1) '
+        'FROM (SELECT 1) AS one LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = %s',
+        (SCHEMA,)).fetchone()
+    return _Rights(*row)
+
+
+def _may_create(conn, found: int | None, address: str) -> None:
+    """Refuses (:class:`StoreRefused`) a role that may not create what is missing, naming the
+    right it lacks, on what, and the one statement (or role) that mends it."""
+    rights = _rights(conn)
+    where, role = dburl.redact(address), rights.role
+    if rights.schema_owner is None and not rights.on_database:
+        raise StoreRefused(
+            f'history store {where}: no schema {SCHEMA} in database {rights.database}, and role '
+            f'{role} may not create it (no CREATE right on database {rights.database}): as a '
+            f'superuser run config/history/roles.sql in it (it makes the schema for '
+            f'commcheck_owner), or GRANT CREATE ON DATABASE {rights.database} TO {role}')
+    lacking = [name for name, held in (('USAGE', rights.usage), ('CREATE', rights.on_schema))
+               if not held]
+    if rights.schema_owner is None or not lacking:
+        return
+    owner = rights.store_owner or rights.schema_owner
+    mend = (f'as a superuser, GRANT {", ".join(lacking)} ON SCHEMA {SCHEMA} TO {role}'
+            if owner == role else
+            f'run `commcheck push --init` as {owner}, the store\'s owner role')
+    raise StoreRefused(
+        f'history store {where} has {_lacks(conn, found)}, and role {role} may not create '
+        f'them (no {" or ".join(lacking)} right on schema {SCHEMA}, owned by '
+        f'{rights.schema_owner}): {mend}')
+
+
+def _create_schema(conn) -> None:
+    """The schema, where it is missing (owned by this role)."""
+    if conn.execute('SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = %s',
+                    (SCHEMA,)).fetchone()[0] == 0:
+        conn.execute(f'CREATE SCHEMA {SCHEMA}')
 
 
 # -- the spool: where sessions wait ---------------------------------------------------------

@@ -26,7 +26,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from commcheck import paths
+from commcheck import experiments, paths
 from commcheck.results import preflight
 from commcheck.results.store import (
     Connected,
@@ -249,7 +249,8 @@ class SampleIndex(Connected):
         if where:
             sql += (' WHERE EXISTS (SELECT 1 FROM samples x JOIN sessions s ON x.session = s.id'
                     f' WHERE x.key = k.id AND {" AND ".join(where)})')
-        return sorted((SampleKey(*r[:5]), r[5]) for r in self._query(sql, params))
+        return sorted((SampleKey(*r[:5]), experiments.unit_now(r[4], r[5]))
+                      for r in self._query(sql, params))
 
     def launches(self, key: tuple, chosen: Iterable[Indexed] | None = None
                  ) -> list[tuple[str, list[float], str, list[tuple]]]:
@@ -270,7 +271,7 @@ class SampleIndex(Connected):
                 continue
             if uuid != current:
                 current, values, provenances = uuid, [], []
-                out.append((uuid, values, unit, provenances))
+                out.append((uuid, values, experiments.unit_now(key[4], unit), provenances))
             values.append(value)
             prov = known.get(pid)
             provenances.append(self._provenance(pid) if prov is None else prov)

@@ -169,7 +169,8 @@ def _case_samples(case: dict, uuid: str, where: str, warn: Warn,
             warn(f'{where}: {case.get("display_name")} {name}: not a finite performance value '
                  f'({entry!r}); skipped')
             continue
-        variable, unit = name.split(':')[-1], str(entry[4] or '')
+        variable = name.split(':')[-1]
+        unit = experiments.unit_now(variable, str(entry[4] or ''))
         if wanted is None or wanted(common['test'], variable, unit):
             out.append(Sample(variable=variable, value=float(entry[0]), unit=unit, **common))
     return out
@@ -466,7 +467,8 @@ def read_perflog(path: str | Path, warn: Warn = warn_stderr) -> list[Sample]:
         out.append(Sample(
             session='', time=when, system=row['system'], partition=row['partition'],
             environ=row['environ'], test=REPEAT.sub('', row['display_name']),
-            variable=row['perf_var'], value=value, unit=row['perf_unit'], result=row['result'],
+            variable=row['perf_var'], value=value,
+            unit=experiments.unit_now(row['perf_var'], row['perf_unit']), result=row['result'],
             oversubscribed=row['reference_status'].startswith('oversubscribed'),
             provenance=(('binding', row['binding']), ('placement', row['placement']),
                         ('nodelist', ','.join(job_nodes(

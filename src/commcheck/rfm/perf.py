@@ -146,7 +146,8 @@ def floor_variables(check) -> dict:
                                                     size=r['size'])
            for r in measured for fv in experiments.FLOOR_VARIABLES}
     if all(experiments.CPU_WAIT in r for r in measured):    # the kernel read its run delay
-        out[experiments.CPU_WAIT] = largest_field(check, 'FLOOR', experiments.CPU_WAIT, '')
+        out[experiments.CPU_WAIT] = largest_field(check, 'FLOOR', experiments.CPU_WAIT,
+                                                  experiments.UNITS[experiments.CPU_WAIT])
     return out
 
 
