@@ -62,7 +62,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from commcheck import experiments
-from commcheck.analysis import robust
+from commcheck.analysis import robust, stats
+from commcheck.analysis.stats import BETTER, SAME, UNKNOWN, WORSE, Outcome, decide
 from commcheck.results.store import Sample, SampleKey, key_label
 
 FORMAT_VERSION = 2      #: of the JSON ``commcheck compare`` writes
@@ -79,7 +80,6 @@ SOFTWARE_REGRESSED = (MPI_REGRESSED, BOTH, REGRESSED)
 DECIDED = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, IMPROVED, UNCHANGED)
 #: Verdicts that decide nothing: the samples cannot tell, or there is nothing to compare with.
 UNDECIDED = tuple(v for v in VERDICTS if v not in DECIDED)
-WORSE, BETTER, SAME, UNKNOWN = 'worse', 'better', 'same', 'unknown'
 
 
 def fails(verdict: str, fail_on_machine_change: bool = False) -> bool:
@@ -114,35 +114,6 @@ class Settings:
         if between is not None:
             return max(math.log1p(self.session_floor), self.session_factor * between)
         return max(math.log1p(self.launch_floor), self.launch_factor * within)
-
-
-@dataclasses.dataclass
-class Outcome:
-    """One three-outcome comparison, in log units, signed so that positive is worse."""
-    outcome: str
-    change: float                   #: log of the ratio of medians, worse positive
-    low: float
-    high: float
-    threshold: float
-    level: str                      #: 'sessions' or 'launches': the unit of the interval
-    needed: int | None = None       #: launches (or sessions) a side that would decide
-    p: float | None = None          #: Mann-Whitney U p-value; launches only
-
-    @property
-    def detectable(self) -> float:
-        """Smallest worsening (a fraction) these samples could call DIFFERENT."""
-        return math.expm1(self.threshold + (self.high - self.low) / 2)
-
-    def interval(self, digits: int = 1) -> str:
-        """The change and its interval in per cent, worse positive: ``+12.3% [+8.0%, +16.9%]``."""
-        return (f'{math.expm1(self.change):+.{digits}%} [{math.expm1(self.low):+.{digits}%}, '
-                f'{math.expm1(self.high):+.{digits}%}]')
-
-    def as_dict(self) -> dict:
-        return {'outcome': self.outcome, 'change': math.expm1(self.change),
-                'ci_low': math.expm1(self.low), 'ci_high': math.expm1(self.high),
-                'threshold': math.expm1(self.threshold), 'level': self.level,
-                'needed': self.needed, 'p': self.p, 'detectable': self.detectable}
 
 
 @dataclasses.dataclass
@@ -190,16 +161,6 @@ def _rank_p(base: list[float], new: list[float]) -> float:
     return float(stats.mannwhitneyu(new, base, alternative='two-sided').pvalue)
 
 
-def _needed(n: int, change: float, low: float, high: float, threshold: float,
-            settings: Settings) -> int | None:
-    """n * (half-width / margin)^2: launches (sessions) a side that would decide."""
-    margin = abs(abs(change) - threshold)
-    half = (high - low) / 2
-    if margin <= 1e-9 * max(threshold, 1e-12):
-        return None
-    return min(settings.max_needed + 1, max(n + 1, math.ceil(n * (half / margin) ** 2)))
-
-
 def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings(),
           between: float | None = None) -> Outcome:
     """The three-outcome comparison of one quantity (see the module's docstring).
@@ -230,23 +191,10 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
         rank_ok = out.p < 1 - level
     out.outcome = decide(low, high, threshold, rank_ok)
     if out.outcome == UNKNOWN:
-        need = _needed(n, change, low, high, threshold, settings)
+        need = stats.needed(n, (high - low) / 2, stats.distance(change, threshold),
+                            settings.max_needed)
         out.needed = None if need is None else max(need, rank_n)
     return out
-
-
-def decide(low: float, high: float, threshold: float, rank_ok: bool = True) -> str:
-    """The gate's rule, on an interval (``low``, ``high``) of the change (log, worse up):
-    WORSE or BETTER when it lies wholly beyond the threshold (and the rank test agrees, where
-    launches are the unit), SAME when wholly inside it, else UNKNOWN. ``compare`` (through
-    :func:`judge`), ``history``'s and the report's change points use it and nothing else."""
-    if low > threshold and rank_ok:
-        return WORSE
-    if high < -threshold and rank_ok:
-        return BETTER
-    if -threshold < low and high < threshold:
-        return SAME
-    return UNKNOWN
 
 
 def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:
@@ -369,10 +317,6 @@ def setup_changes(base: list[tuple], new: list[tuple]) -> dict[str, tuple[str, s
             if before.get(k, '') != after.get(k, '') and k not in ignore}
 
 
-def _worse_up(value: float, direction: str) -> float:
-    return math.log(value) if direction == experiments.LOWER_IS_BETTER else -math.log(value)
-
-
 def pair(values: list[Sample], floors: list[Sample]) -> list[tuple[Sample, Sample]]:
     """Each launch's value with the floor measured in the same launch (same session and job
     completion time; in stored order where times do not tell launches apart)."""
@@ -384,12 +328,13 @@ def pair(values: list[Sample], floors: list[Sample]) -> list[tuple[Sample, Sampl
 
 
 def series(samples: list[Sample], direction: str) -> Series:
-    return Series([_worse_up(s.value, direction) for s in samples], [s.session for s in samples])
+    return Series([stats.worse_up(s.value, direction) for s in samples],
+                  [s.session for s in samples])
 
 
 def cost_series(pairs: list[tuple[Sample, Sample]], direction: str) -> Series:
     """MPI's own cost per launch, log(value / floor) with worse up for either direction."""
-    return Series([_worse_up(v.value / f.value, direction) for v, f in pairs],
+    return Series([stats.worse_up(v.value / f.value, direction) for v, f in pairs],
                   [v.session for v, _ in pairs])
 
 

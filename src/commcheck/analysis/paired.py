@@ -33,10 +33,10 @@ A floor that is an MPI figure itself (:func:`commcheck.experiments.mpi_floor`: t
 contiguous send) is each stack's own, so there the pairs judge the value itself, which the
 shared machine already cancels from.
 
-The outcomes and the verdict are the gate's own: :func:`commcheck.analysis.gate.decide` on the
+The outcomes and the verdict are the gate's own: :func:`commcheck.analysis.stats.decide` on the
 interval and the threshold, :func:`commcheck.analysis.gate.verdict` on MPI's own cost and the
 floor (both judged on their pair ratios). Where it cannot decide, the pairs that would:
-``n x (half-width / margin)^2`` (:func:`commcheck.analysis.gate` ``_needed``), never fewer than
+``n x (half-width / margin)^2`` (:func:`commcheck.analysis.stats.needed`), never fewer than
 :func:`min_pairs`. The threshold is :attr:`Settings.min_effect` (2 % unless given): unlike the
 gate between sessions, pairing removes the regime from the comparison, so the threshold is the
 smallest change worth naming and the interval carries the noise; ``detectable`` is threshold +
@@ -49,10 +49,8 @@ import dataclasses
 import math
 import statistics
 
-import numpy as np
-
 from commcheck import experiments
-from commcheck.analysis import gate, robust
+from commcheck.analysis import gate, robust, stats
 from commcheck.results.store import Sample, SampleKey
 
 PAIRS = 'pairs'         #: the unit of a paired interval (Outcome.level)
@@ -74,38 +72,8 @@ class Settings:
 
 # ---- the signed-rank interval ----------------------------------------------------------------
 
-def _signed_rank_cdf(n: int) -> np.ndarray:
-    """P(T+ <= t), t = 0 .. n(n+1)/2, of the Wilcoxon signed-rank statistic of n pairs when
-    each sign is a fair coin (exact: the distribution built rank by rank)."""
-    prob = np.zeros(n * (n + 1) // 2 + 1)
-    prob[0] = 1.0
-    for rank in range(1, n + 1):
-        shifted = np.zeros_like(prob)
-        shifted[rank:] = prob[:-rank]
-        prob = (prob + shifted) / 2
-    return np.cumsum(prob)
-
-
-def min_pairs(level: float) -> int:
-    """The fewest pairs whose signed-rank interval can reach ``level`` at all: 2 / 2^n below
-    1 - level (all pairs one way is the least likely outcome under no difference)."""
-    return max(1, math.ceil(math.log2(2 / (1 - level)) + 1e-12))
-
-
-def interval(d: list[float], level: float) -> tuple[float, float, float] | None:
-    """(Hodges-Lehmann estimate, low, high) of the centre of the pair log ratios ``d``: the
-    exact signed-rank interval, [W_(k), W_(N-k+1)] of the N sorted Walsh averages; None when
-    n pairs cannot reach ``level``."""
-    n = len(d)
-    if n < min_pairs(level):
-        return None
-    x = np.asarray(d, dtype=float)
-    walsh = np.sort(((x[:, None] + x[None, :]) / 2)[np.triu_indices(n)])
-    cdf = _signed_rank_cdf(n)
-    k = int(np.searchsorted(cdf, (1 - level) / 2, side='right'))   # P(T+ <= k-1) <= tail
-    if k < 1:
-        return None
-    return float(np.median(walsh)), float(walsh[k - 1]), float(walsh[len(walsh) - k])
+min_pairs = stats.min_pairs
+interval = stats.walsh_interval
 
 
 def judge(d: list[float], m: int = 1, settings: Settings = Settings()) -> gate.Outcome:
@@ -119,10 +87,10 @@ def judge(d: list[float], m: int = 1, settings: Settings = Settings()) -> gate.O
         return gate.Outcome(gate.UNKNOWN, centre, -math.inf, math.inf, threshold, PAIRS,
                             needed=need_least)
     centre, low, high = found
-    out = gate.Outcome(gate.decide(low, high, threshold), centre, low, high, threshold, PAIRS)
+    out = stats.Outcome(stats.decide(low, high, threshold), centre, low, high, threshold, PAIRS)
     if out.outcome == gate.UNKNOWN:
-        need = gate._needed(len(d), centre, low, high, threshold,
-                            gate.Settings(max_needed=settings.max_needed))
+        need = stats.needed(len(d), (high - low) / 2, stats.distance(centre, threshold),
+                            settings.max_needed)
         out.needed = None if need is None else max(need, need_least)
     return out
 
@@ -143,7 +111,7 @@ class Pair:
         ratio = self.new.value / self.old.value
         if self.old_floor and self.new_floor:
             ratio /= self.new_floor.value / self.old_floor.value
-        return gate._worse_up(ratio, direction)
+        return stats.worse_up(ratio, direction)
 
     def floor(self) -> float | None:
         """log(new / old) of the floor, worse +; None without floors."""
@@ -151,7 +119,7 @@ class Pair:
             return None
         floor = self.old_floor
         way = experiments.direction(floor.check, floor.variable, floor.unit)
-        return gate._worse_up(self.new_floor.value / floor.value, way)
+        return stats.worse_up(self.new_floor.value / floor.value, way)
 
 
 def adjacent(old: list[Sample], new: list[Sample]) -> list[tuple[Sample, Sample]]:
