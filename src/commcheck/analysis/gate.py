@@ -198,27 +198,36 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
 
 
 def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:
-    """Whether MPI's own cost grew by more than a move of the floor can explain.
+    """Whether MPI's figure moved by more than a move of the floor can explain.
 
-    MPI's cost is not proportional to the floor (measured: docs/gate.md#the-model): a machine whose
-    floor moved by d (log) can shift the ratio by up to d either way for any response between
-    none and double. So once the floor moved, only the part of the cost's interval beyond |d|
-    is the software's."""
-    return cost.low > abs(floor.change)
+    MPI's figure is not proportional to the floor (measured: docs/gate.md#the-model): a
+    machine whose floor moved by d (log) can move MPI's figure by anywhere from 0 to 2d
+    (:data:`stats.MAX_SLOPE`). ``cost`` is the figure adjusted by theta times the floor's
+    move (``cost.slope``; over the floor: 1), so the machine alone can leave up to
+    (2 - theta) d of a worse floor's move in it, and up to theta |d| of a better one's: only
+    the part of the cost's interval beyond that is the software's. Over the floor (theta 1)
+    both are |d|, the rule before the slope was fitted."""
+    theta = 1.0 if cost.slope is None else cost.slope
+    move = floor.change
+    return cost.low > (stats.MAX_SLOPE - theta) * move if move > 0 else cost.low > -theta * move
 
 
-def verdict(cost: Outcome, floor: Outcome | None, mpi_floor: bool = False) -> str:
+def verdict(cost: Outcome, floor: Outcome | None, mpi_floor: bool = False,
+            undecided_bounds: bool = True) -> str:
     """The verdict from MPI's own cost (or the raw value, without a floor) and the floor.
     ``mpi_floor``: the floor is an MPI figure itself (:func:`experiments.mpi_floor`): its move
     is the MPI's or the machine's, so what a hardware floor's move makes ``machine changed``
-    is ``cannot tell``, and a cost beyond a worse floor is ``MPI regressed``, not ``both``."""
-    said = _verdict(cost, floor)
+    is ``cannot tell``, and a cost beyond a worse floor is ``MPI regressed``, not ``both``.
+    ``undecided_bounds``: a floor's move that is not decided bounds what is the software's
+    too (between sessions; the paired rule with a fitted slope leaves that to the slope, see
+    :mod:`commcheck.analysis.paired`)."""
+    said = _verdict(cost, floor, undecided_bounds)
     if mpi_floor:
         return {MACHINE_CHANGED: CANNOT_TELL, BOTH: MPI_REGRESSED}.get(said, said)
     return said
 
 
-def _verdict(cost: Outcome, floor: Outcome | None) -> str:
+def _verdict(cost: Outcome, floor: Outcome | None, undecided_bounds: bool = True) -> str:
     if floor is None:
         return {WORSE: REGRESSED, BETTER: IMPROVED, SAME: UNCHANGED,
                 UNKNOWN: CANNOT_TELL}[cost.outcome]
@@ -226,7 +235,8 @@ def _verdict(cost: Outcome, floor: Outcome | None) -> str:
     if cost.outcome == WORSE:
         # Unless the floor held, its move bounds what is the software's, decided or not: an
         # undecided one too (a measured case: docs/gate.md#verdicts).
-        if floor.outcome != SAME and not beyond_the_floor(cost, floor):
+        bounds = moved or (undecided_bounds and floor.outcome == UNKNOWN)
+        if bounds and not beyond_the_floor(cost, floor):
             return MACHINE_CHANGED if moved else CANNOT_TELL
         return BOTH if floor.outcome == WORSE else MPI_REGRESSED
     if cost.outcome == UNKNOWN:
