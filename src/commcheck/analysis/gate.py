@@ -5,8 +5,13 @@ frequency, neighbours: it comes in regimes, so launches of one session are not i
 samples of the machine) and of the software's own cost. The C and Fortran ping-pong and COMMS2
 kernels measure, in every launch, by the same two ranks on the same cores, the hardware floor
 (src/kernels/common/cc_floor.h: a message through shared memory, or TCP between nodes, without
-MPI). Per launch, MPI's own cost is the figure over its floor (``latency / floor_latency``,
-``floor_bw / bw``): a machine state that slows both cancels out of it.
+MPI). MPI's own cost is the figure adjusted by its floor as a measured covariate (issue 44):
+per launch, on log values with worse up, ``y - theta (x - mean x)``, ``x`` the floor, ``theta``
+the Theil-Sen slope of the baseline's launches (:func:`adjusted`, clipped to [0, 2]), the
+interval widened by the floor's move times the slope's own interval. Dividing by the floor
+(``latency / floor_latency``, ``floor_bw / bw``; :attr:`Settings.adjust` ``ratio``, the rule
+before) is theta = 1: on this project's VM MPI's figure follows its floor by less than that
+across regimes (MPICH 1.7-2.3x its floor), and the ratio carries the rest as spread.
 
 For a key variable with a floor the gate judges two quantities, each baseline against new:
 MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's Pinpoint):
@@ -74,6 +79,7 @@ IMPROVED, UNCHANGED, NO_BASELINE, NOT_COMPARABLE = (
     'improved', 'unchanged', 'no baseline', 'not comparable')
 VERDICTS = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, CANNOT_TELL, IMPROVED, UNCHANGED,
             NO_BASELINE, NOT_COMPARABLE)
+SLOPE, RATIO = 'slope', 'ratio'     #: how a floor adjusts its variable (Settings.adjust)
 #: Verdicts that mean the software got slower: ``commcheck compare`` exits 1 on them.
 SOFTWARE_REGRESSED = (MPI_REGRESSED, BOTH, REGRESSED)
 #: Verdicts that decided something (``commcheck compare`` exits 3 when it has none).
@@ -105,6 +111,9 @@ class Settings:
     max_needed: int = 1000      #: launches needed above which "more than" is said
     n_boot: int = 2000          #: bootstrap resamples
     seed: int = 20261122        #: fixed, so the same samples give the same interval
+    #: how a floor adjusts its key variable: ``slope`` (the baseline's, fitted) or ``ratio``
+    #: (over the floor: slope 1, the rule before issue 44)
+    adjust: str = 'slope'
 
     def threshold(self, between: float | None, within: float) -> float:
         """The minimum effect as a log ratio: given, or from the spread between sessions
@@ -162,10 +171,12 @@ def _rank_p(base: list[float], new: list[float]) -> float:
 
 
 def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings(),
-          between: float | None = None) -> Outcome:
+          between: float | None = None, widen: float = 0.0) -> Outcome:
     """The three-outcome comparison of one quantity (see the module's docstring).
     ``between``: the spread of session medians (log), where more sessions than the baseline's
-    tell it (a long series: :mod:`commcheck.analysis.trend`); else from the baseline's."""
+    tell it (a long series: :mod:`commcheck.analysis.trend`); else from the baseline's.
+    ``widen``: what the interval carries beyond the samples' spread, either side (the floor's
+    slope's uncertainty: :func:`adjusted`)."""
     level = 1 - settings.alpha / max(m, 1)
     change = statistics.median(new.values) - statistics.median(base.values)
     # sorted: the same launches give the same interval in whatever order they were read
@@ -189,6 +200,7 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
                       p=_rank_p(base.values, new.values))
         rank_n = _min_rank_launches(1 - level)
         rank_ok = out.p < 1 - level
+    out.low, out.high = low, high = low - widen, high + widen
     out.outcome = decide(low, high, threshold, rank_ok)
     if out.outcome == UNKNOWN:
         need = stats.needed(n, (high - low) / 2, stats.distance(change, threshold),
@@ -282,6 +294,14 @@ class Comparison:
     def launches_needed(self) -> int | None:
         return self.cost.needed if self.cost and self.verdict == CANNOT_TELL else None
 
+    def judged(self) -> str:
+        """What was judged: the value, over its floor, or adjusted by its floor's slope."""
+        if not self.floor:
+            return 'value'
+        if self.cost and self.cost.slope is not None:
+            return f'MPI cost (value adjusted by its floor, slope {self.cost.slope:.2f})'
+        return 'MPI cost (value over floor)'
+
     def as_dict(self) -> dict:
         system, partition, environ, test, variable = self.key
         return {'system': system, 'partition': partition, 'environ': environ, 'test': test,
@@ -290,7 +310,7 @@ class Comparison:
                 'n_base': len(self.base), 'n_new': len(self.new),
                 'median_base': _median(self.base), 'median_new': _median(self.new),
                 'change': self.change, 'floor_variable': self.floor_variable,
-                'judged': 'MPI cost (value over floor)' if self.floor else 'value',
+                'judged': self.judged(),
                 'cost': self.cost.as_dict() if self.cost else None,
                 'floor': self.floor.as_dict() if self.floor else None,
                 'detectable': self.cost.detectable if self.cost else None,
@@ -337,6 +357,29 @@ def pair(values: list[Sample], floors: list[Sample]) -> list[tuple[Sample, Sampl
     return list(zip(values, floors)) if len(values) == len(floors) else []
 
 
+def adjusted(then: list[tuple[Sample, Sample]], now: list[tuple[Sample, Sample]],
+             directions: tuple[str, str], floor: Outcome, m: int, settings: Settings) -> Outcome:
+    """The value adjusted by its floor (the module's docstring): per launch
+    ``y - theta (x - mean x)``, log values worse up, ``theta`` the Theil-Sen slope of the
+    baseline's launches (clipped to [0, 2]); its interval widened by the floor's move times
+    the slope's (Sen's interval at the family's level): how far the slope's uncertainty can
+    carry the adjustment where the floor moved."""
+    way, fway = directions
+    xs = [stats.worse_up(f.value, fway) for _, f in then]
+    ys = [stats.worse_up(v.value, way) for v, _ in then]
+    theta, low, high = stats.theil_sen(xs, ys, 1 - settings.alpha / max(m, 1))
+    centre = statistics.fmean(xs)
+
+    def shifted(pairs: list[tuple[Sample, Sample]]) -> Series:
+        return Series([stats.worse_up(v.value, way) - theta * (stats.worse_up(f.value, fway)
+                                                               - centre) for v, f in pairs],
+                      [v.session for v, _ in pairs])
+    out = judge(shifted(then), shifted(now), m, settings,
+                widen=abs(floor.change) * max(high - theta, theta - low))
+    out.slope = theta
+    return out
+
+
 def series(samples: list[Sample], direction: str) -> Series:
     return Series([stats.worse_up(s.value, direction) for s in samples],
                   [s.session for s in samples])
@@ -380,10 +423,14 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
     pairs_now = pair(now, new.get(fkey, [])) if comp.floor_variable else []
     if min(len(pairs_then), len(pairs_now)) >= settings.min_samples:
         fdir = experiments.direction(comp.check, comp.floor_variable)
-        comp.cost = judge(cost_series(pairs_then, comp.direction),
-                          cost_series(pairs_now, comp.direction), m, settings)
         comp.floor = judge(series([f for _, f in pairs_then], fdir),
                            series([f for _, f in pairs_now], fdir), m, settings)
+        if settings.adjust == RATIO:
+            comp.cost = judge(cost_series(pairs_then, comp.direction),
+                              cost_series(pairs_now, comp.direction), m, settings)
+        else:
+            comp.cost = adjusted(pairs_then, pairs_now, (comp.direction, fdir), comp.floor, m,
+                                 settings)
     else:
         if comp.floor_variable:
             comp.note = f'no {comp.floor_variable} on both sides: judged on the value'
