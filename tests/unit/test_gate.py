@@ -16,6 +16,7 @@ import yaml
 from commcheck import cli, experiments
 from commcheck.analysis import baseline, gate, trend
 from commcheck.bench import gate as bench_gate
+from commcheck.bench import gate_sequential
 from commcheck.cli import compare
 from commcheck.results import baselinefile, references, store
 from commcheck.results.store import Sample, Session, group
@@ -675,17 +676,21 @@ def test_bench_rules_on_synthetic_sessions():
     sessions.append(bench_session(5, bench_gate.DEGRADED, seed=5, mpi={'openmpi': 2.0}))
     ev = bench_gate.evaluate(sessions, 6)
     clean, = ev[bench_gate.CLEAN]
-    assert not clean['new']['fail'] and clean['peer 10%']['fail']
+    assert not clean['slope']['fail'] and not clean['ratio']['fail'] and clean['peer 10%']['fail']
     slowed, = ev[bench_gate.SLOWED]
-    assert not slowed['new']['fail'] and slowed['old']['fail']
+    assert not slowed['slope']['fail'] and slowed['old']['fail']
     # The baseline's own sessions spread by 30 %: a floor 1.8x slower is within what it saw.
-    assert not set(slowed['new']['verdicts'].values()) & set(gate.SOFTWARE_REGRESSED)
+    assert not set(slowed['slope']['verdicts'].values()) & set(gate.SOFTWARE_REGRESSED)
     degraded, = ev[bench_gate.DEGRADED]
-    verdicts = degraded['new']['verdicts']
+    verdicts = degraded['slope']['verdicts']
     assert all(v == gate.MPI_REGRESSED for k, v in verdicts.items() if k.startswith('openmpi'))
     assert not any(v in gate.SOFTWARE_REGRESSED for k, v in verdicts.items()
                    if k.startswith('mpich'))
     assert len(ev['power'][0.2]) == 1
+    # launches until decided: the same sessions, judged at 6 launches a side (one look)
+    seq = gate_sequential.evaluate(sessions, 6)
+    assert not seq[bench_gate.CLEAN][0]['fail'] and not seq[bench_gate.SLOWED][0]['fail']
+    assert seq[bench_gate.DEGRADED][0]['fail'] and seq[0.2][0]['launches'] == 6
 
 
 def test_bench_rejudges_recorded_launches_and_refuses_a_record_it_cannot_read(tmp_path, capsys):
@@ -696,6 +701,7 @@ def test_bench_rejudges_recorded_launches_and_refuses_a_record_it_cannot_read(tm
     assert cli.main(['bench', 'gate', '--rejudge', str(record)]) == 0
     out = capsys.readouterr().out
     assert 'degraded MPI sessions' in out and 're-judging' in out
+    assert 'launches until decided' in out and 'floor_bw_1048576B GB/s' in out
     assert not list(tmp_path.glob('*.json'))[1:]          # nothing written beside the record
     broken = [dict(s, launches={'mpich': [{'latency_8B': -1.0}]}) for s in sessions]
     for bad in ({'binding': 'core', 'sessions': broken}, {'binding': 'core', 'sessions': []},

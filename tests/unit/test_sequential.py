@@ -2,9 +2,11 @@
 sessions of pairs with a two-regime floor (the 8 B floor of this project's VM sat at 0.07 or
 0.26 us, a step of 1.3 in log), a Markov switch between regimes (8 % of launches), one forced
 switch mid-session, heavy-tailed noise (Student's t, 3 degrees of freedom) on floor and MPI,
-MPI following its floor by a slope of 0.2 (8 B) or 1.0 (1 MiB), and a random order within each
-pair. Judged as ``commcheck upgrade`` judges them: pairs whose floors differ beyond doubt set
-aside, the slope fitted, the exact signed-rank interval at each look's share of alpha
+MPI following its floor by a slope of 0.2 (8 B) or 1.0 (1 MiB) with its own noise scaled so
+that the pairs' adjusted log ratios spread as measured on this project's VMs (issue 44: SD
+0.034-0.057 at 8 B, 0.07-0.09 at 1 MiB), and a random order within each pair. Judged as
+``commcheck upgrade`` judges them: pairs whose floors differ beyond doubt set aside, the slope
+fitted, the exact signed-rank interval at each look's share of alpha
 (:mod:`commcheck.analysis.sequential`), stopping when decided.
 
 The calibration is checked where it is sharpest: any look whose interval excludes 0 (the
@@ -25,8 +27,9 @@ PLAN = sequential.Plan(horizon=HORIZON, m=3)
 T, MARGIN = math.log1p(0.02), 0.05
 
 
-def session(rng, effect: float, slope: float, n: int = HORIZON):
-    """(d_x, d_y) of n pairs, worse up (module docstring); ``effect`` the new stack's (log)."""
+def session(rng, effect: float, slope: float, n: int = HORIZON, noise: float = 0.02):
+    """(d_x, d_y) of n pairs, worse up (module docstring); ``effect`` the new stack's (log);
+    ``noise`` the scale of MPI's own t noise (a pair's difference: 2.45 times it in SD)."""
     regime = rng.random() < 0.5
     dx, dy = np.empty(n), np.empty(n)
     for i in range(n):
@@ -37,7 +40,7 @@ def session(rng, effect: float, slope: float, n: int = HORIZON):
             if rng.random() < 0.08:
                 regime = not regime
             x = 1.3 * regime + 0.02 * rng.standard_t(3)
-            launch.append((x, 0.5 + slope * x + 0.03 * rng.standard_t(3)))
+            launch.append((x, 0.5 + slope * x + noise * rng.standard_t(3)))
         (xo, yo), (xn, yn) = launch if rng.random() < 0.5 else launch[::-1]
         dx[i], dy[i] = xn - xo, yn + effect - yo
     return dx, dy
@@ -79,27 +82,28 @@ def test_false_alarms_over_all_looks_stay_at_alpha():
     assert naive > 0.07             # the looks without spending: the simulation sees it
 
 
-def power_row(effect: float, slope: float, sessions: int, seed: int, accept=None):
+def power_row(effect: float, slope: float, noise: float, sessions: int, seed: int,
+              accept=None):
     rng = np.random.default_rng(seed)
     outcomes, used = [], []
     for _ in range(sessions):
-        dx, dy = session(rng, math.log1p(effect), slope)
+        dx, dy = session(rng, math.log1p(effect), slope, noise=noise)
         outcome, n, _ = sequential_run(dx, dy, PLAN, accept=accept)
         outcomes.append(outcome)
         used.append(n)
     return outcomes, used
 
 
-@pytest.mark.parametrize('slope,name', [(0.2, '8 B'), (1.0, '1 MiB')])
-def test_power_and_the_pairs_used(slope, name):
+@pytest.mark.parametrize('slope,noise,name', [(0.2, 0.019, '8 B'), (1.0, 0.033, '1 MiB')])
+def test_power_and_the_pairs_used(slope, noise, name):
     """The rule as commcheck upgrade runs it (3 variables, 2 % threshold, 60 pairs at most):
     A/A never flagged, with a 5 % margin A/A passes; power at +2/+5/+10 %."""
     table = {}
     for effect, sessions in ((0.0, 300), (0.02, 150), (0.05, 150), (0.10, 150)):
-        outcomes, used = power_row(effect, slope, sessions, seed=int(effect * 100) + 10)
+        outcomes, used = power_row(effect, slope, noise, sessions, seed=int(effect * 100) + 10)
         table[effect] = (outcomes.count(stats.WORSE) / sessions, int(np.median(used)),
                          max(used))
-    outcomes, used = power_row(0.0, slope, 300, seed=7, accept=MARGIN)
+    outcomes, used = power_row(0.0, slope, noise, 300, seed=7, accept=MARGIN)
     passed = sum(o in (stats.SAME, stats.BETTER) for o in outcomes) / len(outcomes)
     print(f'\n{name} (slope {slope}): flagged (pairs used, median / max): ' + ', '.join(
         f'{e:+.0%} {f:.2f} ({med}/{top})' for e, (f, med, top) in table.items())
