@@ -168,3 +168,16 @@ def test_bad_pairing_options_are_one_error_line(isolated_env, argv, said):
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('ERROR:') and said in lines[0], lines
+
+
+def test_a_test_case_whose_stage_made_no_new_pair_stops():
+    """Its launches failed (or one stack never ran it): no endless stages."""
+    run_ = pairing.Run('old', 'new', paired.Settings(), None, 60, None)
+    test, other = 'PingPong %lang=c', 'PingPong %lang=f'
+    same = _pairs(test, 12, 2)
+    alone = [s for s in _pairs(other, 12, 3, start=100) if s.environ == 'old']
+    pairing.look(run_, same + alone, {})
+    cases = {c.test: c for c in run_.cases.values()}
+    assert cases[other].stopped == pairing.STALLED and cases[test].stopped == ''
+    pairing.look(run_, same + alone, {})          # the next stage added nothing
+    assert cases[test].stopped == pairing.STALLED and not pairing.next_stages(run_)

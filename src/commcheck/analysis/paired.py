@@ -382,9 +382,11 @@ def _outcome_dict(out: stats.Outcome | None) -> dict | None:
     return out.as_dict()
 
 
-def judge_pairs(judgement: Judgement, m: int, settings: Settings, share: float = 1.0) -> None:
+def judge_pairs(judgement: Judgement, m: int, settings: Settings, share: float = 1.0,
+                exact: bool = True) -> None:
     """Sets the verdict of one variable from its pairs (the module's docstring), at a look
-    that spends ``share`` of alpha."""
+    that spends ``share`` of alpha (``exact=False``: its bounds only as fine as the verdict
+    needs, :func:`judge`)."""
     j = judgement
     j.accept, j.level = settings.accept, 1 - settings.alpha * share / max(m, 1)
     flagged = mark_machine_changes(j.pairs, m, settings)
@@ -398,9 +400,9 @@ def judge_pairs(judgement: Judgement, m: int, settings: Settings, share: float =
     if not (j.floor_variable and kept and None not in floors):
         j.floor_variable, floors = None, None
     j.cost = judge([p.raw(j.direction) for p in kept], m, settings, floors, share,
-                   settings.margin)
+                   settings.margin, exact)
     if floors is not None:
-        j.floor = judge(floors, m, settings, share=share)
+        j.floor = judge(floors, m, settings, share=share, exact=exact)
     # a floor's move the pairs cannot establish bounds the software's part only over the
     # floor (the rule before the slope); with the slope fitted on these pairs, how much the
     # value follows the floor is measured, and the exact interval carries its uncertainty
@@ -421,7 +423,7 @@ def _notes(j: Judgement, flagged: int, settings: Settings) -> list[str]:
                     else 'on the threshold')
     if j.verdict == gate.MACHINE_CHANGED or (j.floor and j.floor.outcome in (gate.WORSE,
                                                                              gate.BETTER)):
-        said.append(f'the floor moved between the stacks: {_interval(j.floor)}')
+        said.append(f'the floor moved between the stacks: {j.floor.interval()}')
     if flagged:
         said.append(f'{flagged} of {len(j.pairs)} pairs left out: their floors differ beyond '
                     f'doubt (a machine change between the two launches)')
@@ -429,11 +431,6 @@ def _notes(j: Judgement, flagged: int, settings: Settings) -> list[str]:
     if mpi_floor and experiments.floor_of(j.key.check, j.variable):
         said.insert(0, f'judged on the value: its floor, {mpi_floor}, is each stack\'s own')
     return said
-
-
-def _interval(out: stats.Outcome) -> str:
-    return (f'{math.expm1(out.change):+.1%} [{math.expm1(out.low):+.1%}, '
-            f'{math.expm1(out.high):+.1%}]')
 
 
 def _by_case(samples: list[Sample], old: str, new: str) -> dict[tuple, dict[str, list]]:
@@ -447,7 +444,7 @@ def _by_case(samples: list[Sample], old: str, new: str) -> dict[tuple, dict[str,
 
 
 def compare(samples: list[Sample], old: str, new: str, settings: Settings = Settings(),
-            share: float = 1.0, family: int | None = None) -> list[Judgement]:
+            share: float = 1.0, family: int | None = None, exact: bool = True) -> list[Judgement]:
     """One :class:`Judgement` per variable (not a floor, not an own cost) measured on both
     stacks in the session(s) ``samples`` come from, at a look that spends ``share`` of alpha;
     m, the family, is ``family`` where given (a sequential run's: every variable of its first
@@ -476,7 +473,7 @@ def compare(samples: list[Sample], old: str, new: str, settings: Settings = Sett
         out.append(j)
     judged = [j for j in out if not _unjudgeable(j)]
     for j in judged:
-        judge_pairs(j, family or len(judged), settings, share)
+        judge_pairs(j, family or len(judged), settings, share, exact)
     return out
 
 

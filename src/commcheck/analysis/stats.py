@@ -44,6 +44,7 @@ import numpy as np
 
 from commcheck import experiments
 
+#: The three outcomes of a comparison (:func:`decide`): different either way, same, or not.
 WORSE, BETTER, SAME, UNKNOWN = 'worse', 'better', 'same', 'unknown'
 #: The largest response of MPI's figure to its floor the rules admit: a machine's move of the
 #: floor by d (log) can move MPI's figure by anywhere from 0 to 2d (docs/gate.md#the-model).

@@ -34,7 +34,7 @@ from commcheck.analysis import gate, paired, sequential
 from commcheck.bench import gate as bench_gate
 from commcheck.results.store import Sample
 
-AA, AA_BUSY = 'A/A', 'A/A, busy loops'
+AA, AA_BUSY = 'A/A', 'A/A, busy loops'     #: the two kinds whose new side adds nothing
 #: The kinds of session and the wait each adds on the new side (% of a launch's own time).
 KINDS = {AA: 0.0, '+2 %': 2.0, '+5 %': 5.0, '+10 %': 10.0, '+20 %': 20.0, AA_BUSY: 0.0}
 #: Pairs each session is judged at by the fixed-count rules (its first n).
@@ -122,8 +122,9 @@ def sequential_judge(session: dict, stack: str, budget_s: float | None,
     family = len(bench_gate.VARIABLES)
     plan = sequential.Plan(horizon(session, stack, budget_s), settings.alpha, family)
 
-    def look(n: int, share: float) -> list[paired.Judgement]:
-        return paired.compare(flat(session, stack, n), 'old', 'new', settings, share, family)
+    def look(n: int, share: float) -> list[paired.Judgement]:       # verdicts alone: fast
+        return paired.compare(flat(session, stack, n), 'old', 'new', settings, share, family,
+                              exact=False)
     judged, used, _ = sequential.run(plan, look, lambda js: all(j.decided for j in js))
     judged = judged or []
     return {'flagged': _flagged((j.variable, j.verdict) for j in judged), 'pairs': used,

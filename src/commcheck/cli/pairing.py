@@ -27,8 +27,8 @@ from commcheck.results import source, store
 
 #: ReFrame's options that select test cases by name; a later stage replaces them.
 NAME_OPTIONS = ('-n', '--name')
-#: Why a test case's pairing stopped.
-DECIDED, BUDGET = 'decided', 'budget used'
+#: Why a test case's pairing stopped (the last: a stage whose launches made no new pair).
+DECIDED, BUDGET, STALLED = 'decided', 'budget used', 'no new pair in its last stage'
 
 
 @dataclasses.dataclass
@@ -188,7 +188,11 @@ def look(run_: Run, samples: list[store.Sample], timing: dict[tuple, float]) -> 
         case = run_.cases.get(key)
         if case is None or case.stopped:
             continue
-        case.pairs = n = pairs_of(mine, run_.old, run_.new)
+        previous, case.pairs = case.pairs, pairs_of(mine, run_.old, run_.new)
+        n = case.pairs
+        if n == previous:           # its launches failed, or one stack never ran it
+            case.stopped = STALLED
+            continue
         waiting = n <= case.before or (n < case.plan.looks()[0] and n < case.plan.horizon)
         if waiting and not run_.pairs:
             continue                    # no new pairs, or not yet at a look that can decide

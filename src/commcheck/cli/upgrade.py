@@ -234,8 +234,7 @@ def _interval(out: gate.Outcome | None) -> str:
         return '-'
     if not math.isfinite(out.high):
         return f'{math.expm1(out.change):+.1%} (too few pairs for an interval)'
-    return (f'{math.expm1(out.change):+.1%} [{math.expm1(out.low):+.1%}, '
-            f'{math.expm1(out.high):+.1%}]')
+    return out.interval()
 
 
 def _num(value) -> str:
