@@ -16,12 +16,15 @@ breakage only: they bound MPI's own cost over the floor of the same launch (``ow
 ..., a factor 5 at least; tests/integration/test_own_cost_refs.py), and fail the Open MPI TCP
 run (8 B latency 20x and more). The verdict is ``commcheck compare``'s, not ReFrame's.
 
-The upgrade question, paired (``commcheck upgrade``): Debian's MPICH in service against itself
-under another name (A/A: never flagged) and against itself made 20 % slower by the slowmpi
-interposer (``src/kernels/tools/slowmpi``: a real wait before every message, sized in each
-launch to its own 8 B and 1 MiB times): exit 1, the slower stack named. The two launches of a
-pair share the machine's regime and the interposer sizes itself in it, so neither outcome
-depends on which regime the session meets.
+The upgrade question, paired (``commcheck upgrade``, pairs until decided): Debian's MPICH in
+service against itself under another name (A/A: never flagged; with a 5 % margin accepted or
+undecided, never refused) and, both under the slowmpi interposer (``src/kernels/tools/slowmpi``),
+at 0 % against 20 % (a real wait before every message, sized in each launch to its own 8 B and
+1 MiB times): exit 1, the slower stack named. The two launches of a pair share the machine's
+regime and the interposer sizes itself in it, and both sides load it, so the two differ only
+by the wait (issue 44: a plain old side read another 1 MiB floor than an interposed one on an
+Intel Xeon VM, and 7 of 10 pairs were set aside); the pairs go on until decided, within a
+budget, so neither outcome depends on the regime the session meets or on the VM's kind.
 
 Not here: MPICH's UCX forced onto TCP (``UCX_TLS=tcp,self``). It is flagged (+840 % 8 B
 latency, all six key variables, measured by hand), but Debian's MPICH 4.0.2 then hangs in
@@ -204,15 +207,16 @@ def _first_session(env) -> str:
 
 # ---- the upgrade question, paired (commcheck upgrade) ------------------------------------------
 
-UPGRADE_PAIRS = 10
 UPGRADE_SWEEP = ['-n', 'PingPong%lang=c', '-S', 'sizes=8,1024,1048576', '-S', 'iters=400']
+#: Pairs until decided, at most this many (looks at 12, 18, 24 pairs).
+UPGRADE_MAX_PAIRS = 24
 
 
 @pytest.fixture(scope='module')
 def upgrade_site(tmp_path_factory):
-    """A site with Debian's MPICH three times: in service, the same under another name (A/A),
-    and made 20 % slower by the slowmpi interposer (each launch sizes it to its own 8 B and
-    1 MiB times, so the slowdown is 20 % in whatever regime the launch meets)."""
+    """A site with Debian's MPICH four times: in service, the same under another name (A/A),
+    and under the slowmpi interposer at 0 % and at 20 % (each launch sizes it to its own 8 B
+    and 1 MiB times, so the slowdown is 20 % in whatever regime the launch meets)."""
     import yaml
 
     from commcheck.site import discover, sitefile, slowmpi
@@ -225,6 +229,7 @@ def upgrade_site(tmp_path_factory):
     mpich = {**next(s for s in data['stacks'] if s['name'] == DEBIAN['mpich']),
              'languages': ['c']}
     data['stacks'] = [mpich, {**mpich, 'name': 'mpich-again'},
+                      {**mpich, 'name': 'mpich-zero', 'env': slowmpi.environment(library, 0)},
                       {**mpich, 'name': 'mpich-slower', 'env': slowmpi.environment(library, 20)}]
     data['upgrade'] = {'old': mpich['name'], 'new': 'mpich-again'}
     (base / 'upgrade.yaml').write_text(yaml.safe_dump(data, sort_keys=False))
@@ -236,34 +241,47 @@ def upgrade_site(tmp_path_factory):
 
 
 def _upgrade(env, *args):
-    done = subprocess.run([commcheck_cmd(), 'upgrade', '--pairs', str(UPGRADE_PAIRS), *args, '--',
-                           *UPGRADE_SWEEP], env=env, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run([commcheck_cmd(), 'upgrade', '--max-pairs', str(UPGRADE_MAX_PAIRS),
+                           *args, '--', *UPGRADE_SWEEP], env=env, capture_output=True, text=True,
+                          timeout=2400)
     newest = max((Path(env['COMMCHECK_REPORTS']) / 'upgrade').glob('*.json'),
                  key=lambda p: p.stat().st_mtime)
     return done, json.loads(newest.read_text())
 
 
 def test_upgrade_a_a_is_not_flagged(upgrade_site):
-    """The same stack under two names, in adjacent pairs: never a regression."""
-    done, record = _upgrade(upgrade_site)             # the site's upgrade: pair
+    """The same stack under two names, in adjacent pairs until decided, with a 5 % margin:
+    never a regression, never refused (accepted, exit 0, or undecided at the budget, 3)."""
+    done, record = _upgrade(upgrade_site, '--accept', '5%')     # the site's upgrade: pair
     assert done.returncode in (0, 3), done.stdout[-3000:] + done.stderr[-2000:]
     assert (record['old'], record['new']) == (DEBIAN['mpich'], 'mpich-again')
+    assert record['format_version'] == 2 and record['settings']['accept'] == 0.05
     assert {j['variable'] for j in record['judgements']} == {
         'latency_8B', 'latency_1024B', 'bw_1048576B'}
     assert not any(record['counts'][v] for v in SOFTWARE), done.stdout[-3000:]
-    assert all(j['pairs'] == UPGRADE_PAIRS and j['floor_variable'] for j in record['judgements']), \
+    assert all(j['accept']['result'] != 'fail' for j in record['judgements'])
+    assert all(12 <= j['pairs'] <= UPGRADE_MAX_PAIRS and j['floor_variable']
+               for j in record['judgements']), \
         [(j['variable'], j['pairs'], j['floor_variable'], j['note']) for j in record['judgements']]
+    case, = record['plan']['cases']
+    assert case['looks'][0] == 12 and case['stopped'] in ('decided', 'budget used')
+    assert len(record['sessions']) == len(case['looks'])      # a ReFrame run a look
+    said = 'ACCEPTED' if done.returncode == 0 else 'NOT DECIDED'
+    assert said in done.stdout, done.stdout[-3000:]
 
 
 def test_upgrade_a_real_slower_mpi_fails_naming_the_stack(upgrade_site):
-    """The interposer's +20 % on every message of the new stack: exit 1, the stack named."""
-    done, record = _upgrade(upgrade_site, '--old', DEBIAN['mpich'], '--new', 'mpich-slower')
+    """The interposer's +20 % on every message of the new stack, both sides under it: exit 1,
+    the stack named, decided within the budget."""
+    done, record = _upgrade(upgrade_site, '--old', 'mpich-zero', '--new', 'mpich-slower')
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
-    flagged8 = [j for j in record['judgements'] if j['variable'] == 'latency_8B']
-    assert flagged8[0]['verdict'] in SOFTWARE and flagged8[0]['slower'] == 'mpich-slower', \
-        done.stdout[-3000:]
+    flagged = {j['variable']: j for j in record['judgements'] if j['verdict'] in SOFTWARE}
+    assert {'latency_8B', 'bw_1048576B'} & set(flagged), done.stdout[-3000:]
+    assert all(j['slower'] == 'mpich-slower' for j in flagged.values())
     assert 'SLOWER: mpich-slower on' in done.stdout
-    assert not [j for j in record['judgements'] if j['slower'] == DEBIAN['mpich']]
+    assert not [j for j in record['judgements'] if j['slower'] == 'mpich-zero']
+    case, = record['plan']['cases']
+    assert case['looks'][-1] <= UPGRADE_MAX_PAIRS and case['seconds_a_pair'] > 0
 
 
 # ---- the stencil: its own floor (the same steps without the halo exchange, same launch) -------

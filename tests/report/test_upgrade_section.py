@@ -60,3 +60,41 @@ def test_a_damaged_record_is_a_warning(tmp_path, warnings):
     bad.write_text(json.dumps({'kind': 'gate', 'sessions': [], 'judgements': []}))
     assert load_upgrade(bad, warnings) is None and 'not an upgrade record' in warnings[-1]
     assert load_upgrade(tmp_path / 'absent.json', warnings) is None
+
+
+def test_the_margin_the_bound_and_the_looks_are_shown(tmp_path, sessions, warnings):
+    main = sessions['main']
+    settings = paired.Settings(accept=0.05)
+    judged = paired.compare(main.samples, 'gnu-mpich4', 'gnu-openmpi4', settings)
+    plan = {'cases': [{'test': judged[0].key.test, 'horizon': 60, 'looks': [12, 18],
+                       'stopped': 'decided'}]}
+    record = paired.record([main.uuid], 'gnu-mpich4', 'gnu-openmpi4', settings, judged, plan)
+    index = write_report([main], tmp_path, history_sessions=[], warn=warnings, upgrade=record)
+    text = _section(index)
+    assert 'acceptance margin 5.0%' in text and 'Acceptance (5.0%)' in text
+    assert 'looked at 12, 18 pairs of 60 planned: decided' in text
+    data = json.loads((index.parent / 'data.json').read_text())['sections']['upgrade']
+    assert data['accept'] == 0.05 and all('accept' in r and 'slope' in r for r in data['rows'])
+
+
+def test_a_record_of_format_1_is_still_read_and_another_is_refused(tmp_path, sessions, warnings):
+    """Format 1 (before the floor's slope, the margin and the looks) shows what it has; a
+    format this commcheck does not know is a warning, no section."""
+    main = sessions['main']
+    record, judged = _record(main)
+    old = {**record, 'format_version': 1, 'plan': None,
+           'judgements': [{k: v for k, v in j.items() if k not in ('slope', 'accept', 'looks',
+                                                                   'level')}
+                          for j in record['judgements']]}
+    old['settings'] = {k: v for k, v in old['settings'].items() if k not in ('adjust', 'accept')}
+    path = tmp_path / 'u.json'
+    path.write_text(json.dumps(old))
+    loaded = load_upgrade(path, warnings)
+    assert loaded is not None
+    index = write_report([main], tmp_path / 'r', history_sessions=[], warn=warnings,
+                         upgrade=loaded)
+    text = _section(index)
+    assert len(re.findall(r'<tr><td><span class="badge', text)) == len(judged)
+    assert 'as the ratio over it' in text       # format 1 judged over the floor
+    path.write_text(json.dumps({**record, 'format_version': 99}))
+    assert load_upgrade(path, warnings) is None and 'format 99' in warnings[-1]

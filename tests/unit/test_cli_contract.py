@@ -182,6 +182,12 @@ def bad_values(action, world: Path) -> list[tuple[str, bool]]:
         out += [('0', False), ('1.5', False), ('abc', False), ('nan', False)]
     elif kind is options.positive_number:
         out += [('0', False), ('-1', False), ('abc', False), ('inf', False)]
+    elif kind is options.percent:
+        out += [('0%', False), ('100%', False), ('1.5', False), ('abc', False), ('nan', False)]
+    elif getattr(kind, '__name__', '') == 'kinds':
+        out += [('nope', False), ('aa:0', False), ('aa:x', False), ('', False)]
+    elif kind is options.duration:
+        out += [('0m', False), ('-1m', False), ('10 parsecs', False), ('inf', False)]
     elif kind is options.date:
         out += [('yesterday', False), ('2024-13-40', False)]
     elif kind is options.pattern:

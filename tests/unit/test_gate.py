@@ -16,6 +16,7 @@ import yaml
 from commcheck import cli, experiments
 from commcheck.analysis import baseline, gate, trend
 from commcheck.bench import gate as bench_gate
+from commcheck.bench import gate_sequential
 from commcheck.cli import compare
 from commcheck.results import baselinefile, references, store
 from commcheck.results.store import Sample, Session, group
@@ -91,10 +92,15 @@ def test_bandwidth_down_is_worse():
 
 @pytest.mark.parametrize('seed', range(10))
 @pytest.mark.parametrize('machine', [0.6, 1.5, 2.5])
-def test_a_slower_or_faster_machine_is_machine_changed_never_mpi(seed, machine):
-    comp = floored(launches(8, seed), launches(8, seed + 100, machine=machine))
+@pytest.mark.parametrize('adjust', [gate.SLOPE, gate.RATIO])
+def test_a_slower_or_faster_machine_is_machine_changed_never_mpi(seed, machine, adjust):
+    """Over the floor (MPI 3x the floor here) the cost holds; with the slope fitted on a
+    baseline whose floor moved 10 % (these launches) and a new floor moved 0.6-2.5x, the
+    slope's interval times that move leaves the cost undecided: machine changed either way."""
+    comp = floored(launches(8, seed), launches(8, seed + 100, machine=machine), adjust=adjust)
     assert comp.verdict == gate.MACHINE_CHANGED, (comp.verdict, gate.describe(comp))
-    assert comp.floor.outcome in (gate.WORSE, gate.BETTER) and comp.cost.outcome == gate.SAME
+    assert comp.floor.outcome in (gate.WORSE, gate.BETTER)
+    assert comp.cost.outcome == (gate.SAME if adjust == gate.RATIO else gate.UNKNOWN)
 
 
 @pytest.mark.parametrize('seed', range(10))
@@ -156,13 +162,18 @@ def test_both_slower_is_both():
 
 
 @pytest.mark.parametrize('machine', [0.5, 2.0])
-def test_a_cost_change_the_floors_move_can_explain_is_the_machine(machine):
+@pytest.mark.parametrize('adjust', [gate.SLOPE, gate.RATIO])
+def test_a_cost_change_the_floors_move_can_explain_is_the_machine(machine, adjust):
     """MPI's cost is not proportional to the floor: once the floor moved by a factor f, a
     cost change within f is not the software's (it reads machine changed, and says so)."""
-    comp = floored(launches(8, 1), launches(8, 2, machine=machine, mpi=1.4))
-    assert comp.cost.outcome == gate.WORSE and comp.floor.outcome != gate.SAME
+    comp = floored(launches(8, 1), launches(8, 2, machine=machine, mpi=1.4), adjust=adjust)
+    assert comp.floor.outcome != gate.SAME
     assert comp.verdict == gate.MACHINE_CHANGED, gate.describe(comp)
-    assert "MPI's own cost +" in comp.note and "floor's move" in comp.note
+    if adjust == gate.RATIO:
+        assert comp.cost.outcome == gate.WORSE
+        assert "MPI's own cost +" in comp.note and "floor's move" in comp.note
+    else:       # the slope's interval times a 2x move: the cost cannot be told apart
+        assert comp.cost.outcome == gate.UNKNOWN and 'cannot be told apart' in comp.note
 
 
 def test_a_moved_floor_is_named_beside_the_variables_of_its_launches_that_cannot_be_told():
@@ -335,10 +346,13 @@ def test_a_moved_mpi_floor_reads_cannot_tell_and_says_why():
     new = {r_inf: samples(noisy(8, 1300, 0.02, 4), r_inf, 'MB/s'),
            contig: samples(noisy(8, 5800, 0.02, 5), contig, 'MB/s'),
            t0: samples(noisy(8, 5.0, 0.2, 6), t0)}
-    by_variable = {c.variable: c for c in gate.compare(base, new)}
+    # over the floor (the slope fitted on a baseline of unrelated noise leaves it undecided)
+    by_variable = {c.variable: c for c in gate.compare(base, new, gate.Settings(
+        adjust=gate.RATIO))}
     comp = by_variable['r_inf']
     assert comp.floor.outcome == gate.BETTER and comp.cost.outcome == gate.WORSE
     assert comp.verdict == gate.CANNOT_TELL, gate.describe(comp)
+    assert {c.variable: c.verdict for c in gate.compare(base, new)}['r_inf'] == gate.CANNOT_TELL
     assert comp.note.startswith('its floor r_inf_contig is the contiguous send')
     assert "the MPI's or the machine's" in comp.note and 'would decide' not in comp.note
     gate.machine_notes(list(by_variable.values()))
@@ -662,17 +676,21 @@ def test_bench_rules_on_synthetic_sessions():
     sessions.append(bench_session(5, bench_gate.DEGRADED, seed=5, mpi={'openmpi': 2.0}))
     ev = bench_gate.evaluate(sessions, 6)
     clean, = ev[bench_gate.CLEAN]
-    assert not clean['new']['fail'] and clean['peer 10%']['fail']
+    assert not clean['slope']['fail'] and not clean['ratio']['fail'] and clean['peer 10%']['fail']
     slowed, = ev[bench_gate.SLOWED]
-    assert not slowed['new']['fail'] and slowed['old']['fail']
+    assert not slowed['slope']['fail'] and slowed['old']['fail']
     # The baseline's own sessions spread by 30 %: a floor 1.8x slower is within what it saw.
-    assert not set(slowed['new']['verdicts'].values()) & set(gate.SOFTWARE_REGRESSED)
+    assert not set(slowed['slope']['verdicts'].values()) & set(gate.SOFTWARE_REGRESSED)
     degraded, = ev[bench_gate.DEGRADED]
-    verdicts = degraded['new']['verdicts']
+    verdicts = degraded['slope']['verdicts']
     assert all(v == gate.MPI_REGRESSED for k, v in verdicts.items() if k.startswith('openmpi'))
     assert not any(v in gate.SOFTWARE_REGRESSED for k, v in verdicts.items()
                    if k.startswith('mpich'))
     assert len(ev['power'][0.2]) == 1
+    # launches until decided: the same sessions, judged at 6 launches a side (one look)
+    seq = gate_sequential.evaluate(sessions, 6)
+    assert not seq[bench_gate.CLEAN][0]['fail'] and not seq[bench_gate.SLOWED][0]['fail']
+    assert seq[bench_gate.DEGRADED][0]['fail'] and seq[0.2][0]['launches'] == 6
 
 
 def test_bench_rejudges_recorded_launches_and_refuses_a_record_it_cannot_read(tmp_path, capsys):
@@ -683,6 +701,7 @@ def test_bench_rejudges_recorded_launches_and_refuses_a_record_it_cannot_read(tm
     assert cli.main(['bench', 'gate', '--rejudge', str(record)]) == 0
     out = capsys.readouterr().out
     assert 'degraded MPI sessions' in out and 're-judging' in out
+    assert 'launches until decided' in out and 'floor_bw_1048576B GB/s' in out
     assert not list(tmp_path.glob('*.json'))[1:]          # nothing written beside the record
     broken = [dict(s, launches={'mpich': [{'latency_8B': -1.0}]}) for s in sessions]
     for bad in ({'binding': 'core', 'sessions': broken}, {'binding': 'core', 'sessions': []},

@@ -10,11 +10,12 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from commcheck import cli
-from commcheck.analysis import gate, junit
+from commcheck.analysis import gate, junit, paired
 from commcheck.cli import compare
 from commcheck.results import history_gen, store
 from tests.unit.test_gate import FLOOR, KEY, launches, noisy, samples
 from tests.unit.test_history_index import SOURCE
+from tests.unit.test_paired import NEW, OLD, session
 
 OTHER = KEY[:2] + ('gnu-openmpi4',) + KEY[3:]
 
@@ -139,3 +140,25 @@ def test_compare_writes_the_junit_beside_its_json_and_keeps_its_exit_code(tmp_pa
         assert (said.get('message') or said.text).startswith(c['verdict'])
     failed = {k for k, case in found.items() if case.find('failure') is not None}
     assert failed and {cls.split('/')[2] for cls, _ in failed} == {'gnu-mpich4'}
+
+
+def test_an_upgrades_acceptance_is_a_failure_a_pass_or_skipped(tmp_path):
+    """commcheck upgrade --junit with a margin: refused is a failure naming the margin and the
+    better end reached, accepted passes saying its worse end, undecided is skipped."""
+    judged = []
+    for test, slower, pairs in (('PingPong %lang=c', 1.12, 16), ('PingPong %lang=f', 1.0, 16),
+                                ('ParkbenchComms %lang=c', 1.05, 9)):
+        made = [store.Sample(**{**{f: getattr(s, f) for f in s.__slots__}, 'test': test})
+                for s in session(pairs, 4, slower=slower)]
+        judged += paired.compare(made, OLD, NEW, paired.Settings(accept=0.05))
+    path = tmp_path / 'u.xml'
+    junit.write(path, judged, 'upgrade')
+    root = ET.parse(path).getroot()
+    assert root.get('name') == 'commcheck upgrade'
+    cases = {c.get('classname').split('/')[-1]: c for c in root.iter('testcase')}
+    failure = cases['PingPong %lang=c'].find('failure')
+    assert 'refused: slower by more than 5% (better end +' in failure.get('message')
+    assert cases['PingPong %lang=f'].find('failure') is None
+    assert 'accepted: not slower by more than 5% (worse end' in \
+        cases['PingPong %lang=f'].find('system-out').text
+    assert cases['ParkbenchComms %lang=c'].find('skipped') is not None

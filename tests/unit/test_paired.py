@@ -171,3 +171,99 @@ def test_an_mpi_floor_is_each_stacks_own_so_the_value_is_judged():
     assert judged.floor_variable is None and judged.floor is None
     assert judged.verdict == gate.REGRESSED and judged.slower == NEW
     assert judged.note.startswith('judged on the value: its floor, the contiguous send')
+
+
+def loose_session(n, seed, slower=1.0, slope=0.2, noise=0.04):
+    """n pairs whose MPI figure follows its floor by ``slope`` only (the 8 B latency here:
+    -0.2 to +0.2), the floor moving a lot launch to launch: dividing by the floor adds its
+    noise, the fitted slope does not."""
+    rng = np.random.default_rng(seed)
+    out, t = [], 0.0
+    for _ in range(n):
+        order = [OLD, NEW] if rng.random() < 0.5 else [NEW, OLD]
+        for env in order:
+            floor = 0.07 * math.exp(rng.normal(0, 0.15))
+            value = 0.2 * (floor / 0.07) ** slope * math.exp(rng.normal(0, noise))
+            value *= slower if env == NEW else 1.0
+            t += 1.0
+            out += [sample(env, 'latency_8B', value, t), sample(env, 'floor_latency_8B', floor, t)]
+    return out
+
+
+def test_the_slope_fitted_takes_out_what_the_ratio_adds():
+    """A floor that MPI hardly follows: over it (the ratio) the pairs spread wide and +6 %
+    cannot be told; adjusted by the fitted slope it is flagged, the slope near the truth."""
+    samples = loose_session(16, 31, slower=1.06)
+    fitted, ratio = one(samples), one(samples, adjust=paired.RATIO)
+    assert fitted.cost.slope == pytest.approx(0.2, abs=0.2) and ratio.cost.slope == 1.0
+    assert fitted.cost.high - fitted.cost.low < 0.6 * (ratio.cost.high - ratio.cost.low)
+    assert fitted.verdict == gate.MPI_REGRESSED and ratio.verdict == gate.CANNOT_TELL
+    assert fitted.judged().startswith('value adjusted by its floor (slope 0.')
+    assert ratio.judged() == "MPI's own cost (value over floor)"
+    record = paired.record(['s'], OLD, NEW, paired.Settings(), [fitted])
+    assert record['format_version'] == 2
+    assert record['judgements'][0]['slope'] == fitted.cost.slope
+
+
+def test_the_ratio_setting_is_the_rule_before_the_slope():
+    """adjust=ratio judges MPI's own cost, the value over its floor: the Walsh interval of
+    d_y - d_x, as before issue 44."""
+    j = one(session(12, 7, slower=1.05), adjust=paired.RATIO)
+    d = [p.raw(j.direction) - p.floor() for p in j.pairs]
+    assert (j.cost.change, j.cost.low, j.cost.high) == paired.interval(d, 0.95)
+
+
+@pytest.mark.parametrize('response', [0.0, 1.0, 2.0])
+def test_a_machine_slowed_for_the_new_stack_is_never_an_mpi_regression(response):
+    """Every new launch on a machine 15 % slower (its floor moved) and MPI following by
+    ``response`` (0 to double the floor's move, the band the rules admit): the fitted slope
+    never makes that an MPI regression."""
+    rng = np.random.default_rng(40)
+    out, t = [], 0.0
+    for _ in range(16):
+        for env in ([OLD, NEW] if rng.random() < 0.5 else [NEW, OLD]):
+            slow = 1.15 * math.exp(rng.normal(0, 0.01)) if env == NEW else 1.0
+            floor = 0.07 * slow * math.exp(rng.normal(0, 0.01))
+            value = 0.2 * slow ** response * math.exp(rng.normal(0, 0.01))
+            t += 1.0
+            out += [sample(env, 'latency_8B', value, t), sample(env, 'floor_latency_8B', floor, t)]
+    for adjust in (paired.SLOPE, paired.RATIO):
+        j = one(out, adjust=adjust, floor_margin=0.5)     # no pair set aside: all judged
+        assert j.verdict == gate.MACHINE_CHANGED, (adjust, j.verdict, j.note)
+
+
+def test_an_acceptance_margin_passes_a_a_and_refuses_a_slowdown_beyond_it():
+    aa = one(session(16, 3), accept=0.05)
+    assert aa.acceptance == paired.PASS and aa.decided and aa.bound < 0.05
+    assert 'accepted: not slower by more than 5%' in aa.statement()
+    slow = one(session(16, 4, slower=1.12), accept=0.05)
+    assert slow.acceptance == paired.FAIL and slow.verdict == gate.MPI_REGRESSED
+    assert slow.bound > 0.05 and 'refused: slower by more than 5%' in slow.statement()
+    # +3 %: slower beyond the 2 % threshold, within the 5 % accepted: it passes, and the
+    # threshold alone would have flagged it
+    small = one(session(16, 5, slower=1.03), accept=0.05)
+    assert small.acceptance == paired.PASS and small.verdict == gate.UNCHANGED
+    assert one(session(16, 5, slower=1.03)).verdict == gate.MPI_REGRESSED
+    assert one(session(16, 5)).acceptance is None
+
+
+def test_pairs_pair_within_a_session_only():
+    first = [sample(OLD, 'latency_8B', 1.0, 0.0), sample(NEW, 'latency_8B', 1.0, 1.0),
+             sample(OLD, 'latency_8B', 1.0, 2.0)]
+    later = [Sample(**{**{f: getattr(s, f) for f in s.__slots__}, 'session': 't',
+                       'time': s.time + 3}) for s in first[1:]]
+    launches = first + later
+    pairs = paired.adjacent([s for s in launches if s.environ == OLD],
+                            [s for s in launches if s.environ == NEW])
+    assert [(o.time, n.time) for o, n in pairs] == [(0, 1), (5, 4)]
+
+
+def test_a_launch_left_unpaired_leaves_the_others_their_floors():
+    """One new launch whose partner failed: the other pairs keep their floors (before, the
+    floors were matched by position and a launch over left every pair without one)."""
+    samples = session(10, 14)
+    lonely = [s for s in samples if s.time == samples[-1].time + 0]
+    extra = [Sample(**{**{f: getattr(s, f) for f in s.__slots__}, 'time': 999.0,
+                       'environ': NEW}) for s in lonely]
+    j = one(samples + extra)
+    assert len(j.pairs) == 10 and j.floor_variable == 'floor_latency_8B' and j.floor

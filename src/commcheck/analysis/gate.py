@@ -5,8 +5,13 @@ frequency, neighbours: it comes in regimes, so launches of one session are not i
 samples of the machine) and of the software's own cost. The C and Fortran ping-pong and COMMS2
 kernels measure, in every launch, by the same two ranks on the same cores, the hardware floor
 (src/kernels/common/cc_floor.h: a message through shared memory, or TCP between nodes, without
-MPI). Per launch, MPI's own cost is the figure over its floor (``latency / floor_latency``,
-``floor_bw / bw``): a machine state that slows both cancels out of it.
+MPI). MPI's own cost is the figure adjusted by its floor as a measured covariate (issue 44):
+per launch, on log values with worse up, ``y - theta (x - mean x)``, ``x`` the floor, ``theta``
+the Theil-Sen slope of the baseline's launches (:func:`adjusted`, clipped to [0, 2]), the
+interval widened by the floor's move times the slope's own interval. Dividing by the floor
+(``latency / floor_latency``, ``floor_bw / bw``; :attr:`Settings.adjust` ``ratio``, the rule
+before) is theta = 1: on this project's VM MPI's figure follows its floor by less than that
+across regimes (MPICH 1.7-2.3x its floor), and the ratio carries the rest as spread.
 
 For a key variable with a floor the gate judges two quantities, each baseline against new:
 MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's Pinpoint):
@@ -62,7 +67,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from commcheck import experiments
-from commcheck.analysis import robust
+from commcheck.analysis import robust, stats
+from commcheck.analysis.stats import BETTER, SAME, UNKNOWN, WORSE, Outcome, decide
 from commcheck.results.store import Sample, SampleKey, key_label
 
 FORMAT_VERSION = 2      #: of the JSON ``commcheck compare`` writes
@@ -73,13 +79,13 @@ IMPROVED, UNCHANGED, NO_BASELINE, NOT_COMPARABLE = (
     'improved', 'unchanged', 'no baseline', 'not comparable')
 VERDICTS = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, CANNOT_TELL, IMPROVED, UNCHANGED,
             NO_BASELINE, NOT_COMPARABLE)
+SLOPE, RATIO = 'slope', 'ratio'     #: how a floor adjusts its variable (Settings.adjust)
 #: Verdicts that mean the software got slower: ``commcheck compare`` exits 1 on them.
 SOFTWARE_REGRESSED = (MPI_REGRESSED, BOTH, REGRESSED)
 #: Verdicts that decided something (``commcheck compare`` exits 3 when it has none).
 DECIDED = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, IMPROVED, UNCHANGED)
 #: Verdicts that decide nothing: the samples cannot tell, or there is nothing to compare with.
 UNDECIDED = tuple(v for v in VERDICTS if v not in DECIDED)
-WORSE, BETTER, SAME, UNKNOWN = 'worse', 'better', 'same', 'unknown'
 
 
 def fails(verdict: str, fail_on_machine_change: bool = False) -> bool:
@@ -105,6 +111,9 @@ class Settings:
     max_needed: int = 1000      #: launches needed above which "more than" is said
     n_boot: int = 2000          #: bootstrap resamples
     seed: int = 20261122        #: fixed, so the same samples give the same interval
+    #: how a floor adjusts its key variable: ``slope`` (the baseline's, fitted) or ``ratio``
+    #: (over the floor: slope 1, the rule before issue 44)
+    adjust: str = 'slope'
 
     def threshold(self, between: float | None, within: float) -> float:
         """The minimum effect as a log ratio: given, or from the spread between sessions
@@ -114,35 +123,6 @@ class Settings:
         if between is not None:
             return max(math.log1p(self.session_floor), self.session_factor * between)
         return max(math.log1p(self.launch_floor), self.launch_factor * within)
-
-
-@dataclasses.dataclass
-class Outcome:
-    """One three-outcome comparison, in log units, signed so that positive is worse."""
-    outcome: str
-    change: float                   #: log of the ratio of medians, worse positive
-    low: float
-    high: float
-    threshold: float
-    level: str                      #: 'sessions' or 'launches': the unit of the interval
-    needed: int | None = None       #: launches (or sessions) a side that would decide
-    p: float | None = None          #: Mann-Whitney U p-value; launches only
-
-    @property
-    def detectable(self) -> float:
-        """Smallest worsening (a fraction) these samples could call DIFFERENT."""
-        return math.expm1(self.threshold + (self.high - self.low) / 2)
-
-    def interval(self, digits: int = 1) -> str:
-        """The change and its interval in per cent, worse positive: ``+12.3% [+8.0%, +16.9%]``."""
-        return (f'{math.expm1(self.change):+.{digits}%} [{math.expm1(self.low):+.{digits}%}, '
-                f'{math.expm1(self.high):+.{digits}%}]')
-
-    def as_dict(self) -> dict:
-        return {'outcome': self.outcome, 'change': math.expm1(self.change),
-                'ci_low': math.expm1(self.low), 'ci_high': math.expm1(self.high),
-                'threshold': math.expm1(self.threshold), 'level': self.level,
-                'needed': self.needed, 'p': self.p, 'detectable': self.detectable}
 
 
 @dataclasses.dataclass
@@ -190,21 +170,13 @@ def _rank_p(base: list[float], new: list[float]) -> float:
     return float(stats.mannwhitneyu(new, base, alternative='two-sided').pvalue)
 
 
-def _needed(n: int, change: float, low: float, high: float, threshold: float,
-            settings: Settings) -> int | None:
-    """n * (half-width / margin)^2: launches (sessions) a side that would decide."""
-    margin = abs(abs(change) - threshold)
-    half = (high - low) / 2
-    if margin <= 1e-9 * max(threshold, 1e-12):
-        return None
-    return min(settings.max_needed + 1, max(n + 1, math.ceil(n * (half / margin) ** 2)))
-
-
 def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings(),
-          between: float | None = None) -> Outcome:
+          between: float | None = None, widen: float = 0.0) -> Outcome:
     """The three-outcome comparison of one quantity (see the module's docstring).
     ``between``: the spread of session medians (log), where more sessions than the baseline's
-    tell it (a long series: :mod:`commcheck.analysis.trend`); else from the baseline's."""
+    tell it (a long series: :mod:`commcheck.analysis.trend`); else from the baseline's.
+    ``widen``: what the interval carries beyond the samples' spread, either side (the floor's
+    slope's uncertainty: :func:`adjusted`)."""
     level = 1 - settings.alpha / max(m, 1)
     change = statistics.median(new.values) - statistics.median(base.values)
     # sorted: the same launches give the same interval in whatever order they were read
@@ -228,49 +200,46 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
                       p=_rank_p(base.values, new.values))
         rank_n = _min_rank_launches(1 - level)
         rank_ok = out.p < 1 - level
+    out.low, out.high = low, high = low - widen, high + widen
     out.outcome = decide(low, high, threshold, rank_ok)
     if out.outcome == UNKNOWN:
-        need = _needed(n, change, low, high, threshold, settings)
+        need = stats.needed(n, (high - low) / 2, stats.distance(change, threshold),
+                            settings.max_needed)
         out.needed = None if need is None else max(need, rank_n)
     return out
 
 
-def decide(low: float, high: float, threshold: float, rank_ok: bool = True) -> str:
-    """The gate's rule, on an interval (``low``, ``high``) of the change (log, worse up):
-    WORSE or BETTER when it lies wholly beyond the threshold (and the rank test agrees, where
-    launches are the unit), SAME when wholly inside it, else UNKNOWN. ``compare`` (through
-    :func:`judge`), ``history``'s and the report's change points use it and nothing else."""
-    if low > threshold and rank_ok:
-        return WORSE
-    if high < -threshold and rank_ok:
-        return BETTER
-    if -threshold < low and high < threshold:
-        return SAME
-    return UNKNOWN
-
-
 def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:
-    """Whether MPI's own cost grew by more than a move of the floor can explain.
+    """Whether MPI's figure moved by more than a move of the floor can explain.
 
-    MPI's cost is not proportional to the floor (measured: docs/gate.md#the-model): a machine whose
-    floor moved by d (log) can shift the ratio by up to d either way for any response between
-    none and double. So once the floor moved, only the part of the cost's interval beyond |d|
-    is the software's."""
-    return cost.low > abs(floor.change)
+    MPI's figure is not proportional to the floor (measured: docs/gate.md#the-model): a
+    machine whose floor moved by d (log) can move MPI's figure by anywhere from 0 to 2d
+    (:data:`stats.MAX_SLOPE`). ``cost`` is the figure adjusted by theta times the floor's
+    move (``cost.slope``; over the floor: 1), so the machine alone can leave up to
+    (2 - theta) d of a worse floor's move in it, and up to theta |d| of a better one's: only
+    the part of the cost's interval beyond that is the software's. Over the floor (theta 1)
+    both are |d|, the rule before the slope was fitted."""
+    theta = 1.0 if cost.slope is None else cost.slope
+    move = floor.change
+    return cost.low > (stats.MAX_SLOPE - theta) * move if move > 0 else cost.low > -theta * move
 
 
-def verdict(cost: Outcome, floor: Outcome | None, mpi_floor: bool = False) -> str:
+def verdict(cost: Outcome, floor: Outcome | None, mpi_floor: bool = False,
+            undecided_bounds: bool = True) -> str:
     """The verdict from MPI's own cost (or the raw value, without a floor) and the floor.
     ``mpi_floor``: the floor is an MPI figure itself (:func:`experiments.mpi_floor`): its move
     is the MPI's or the machine's, so what a hardware floor's move makes ``machine changed``
-    is ``cannot tell``, and a cost beyond a worse floor is ``MPI regressed``, not ``both``."""
-    said = _verdict(cost, floor)
+    is ``cannot tell``, and a cost beyond a worse floor is ``MPI regressed``, not ``both``.
+    ``undecided_bounds``: a floor's move that is not decided bounds what is the software's
+    too (between sessions; the paired rule with a fitted slope leaves that to the slope, see
+    :mod:`commcheck.analysis.paired`)."""
+    said = _verdict(cost, floor, undecided_bounds)
     if mpi_floor:
         return {MACHINE_CHANGED: CANNOT_TELL, BOTH: MPI_REGRESSED}.get(said, said)
     return said
 
 
-def _verdict(cost: Outcome, floor: Outcome | None) -> str:
+def _verdict(cost: Outcome, floor: Outcome | None, undecided_bounds: bool = True) -> str:
     if floor is None:
         return {WORSE: REGRESSED, BETTER: IMPROVED, SAME: UNCHANGED,
                 UNKNOWN: CANNOT_TELL}[cost.outcome]
@@ -278,7 +247,8 @@ def _verdict(cost: Outcome, floor: Outcome | None) -> str:
     if cost.outcome == WORSE:
         # Unless the floor held, its move bounds what is the software's, decided or not: an
         # undecided one too (a measured case: docs/gate.md#verdicts).
-        if floor.outcome != SAME and not beyond_the_floor(cost, floor):
+        bounds = moved or (undecided_bounds and floor.outcome == UNKNOWN)
+        if bounds and not beyond_the_floor(cost, floor):
             return MACHINE_CHANGED if moved else CANNOT_TELL
         return BOTH if floor.outcome == WORSE else MPI_REGRESSED
     if cost.outcome == UNKNOWN:
@@ -324,6 +294,14 @@ class Comparison:
     def launches_needed(self) -> int | None:
         return self.cost.needed if self.cost and self.verdict == CANNOT_TELL else None
 
+    def judged(self) -> str:
+        """What was judged: the value, over its floor, or adjusted by its floor's slope."""
+        if not self.floor:
+            return 'value'
+        if self.cost and self.cost.slope is not None:
+            return f'MPI cost (value adjusted by its floor, slope {self.cost.slope:.2f})'
+        return 'MPI cost (value over floor)'
+
     def as_dict(self) -> dict:
         system, partition, environ, test, variable = self.key
         return {'system': system, 'partition': partition, 'environ': environ, 'test': test,
@@ -332,7 +310,7 @@ class Comparison:
                 'n_base': len(self.base), 'n_new': len(self.new),
                 'median_base': _median(self.base), 'median_new': _median(self.new),
                 'change': self.change, 'floor_variable': self.floor_variable,
-                'judged': 'MPI cost (value over floor)' if self.floor else 'value',
+                'judged': self.judged(),
                 'cost': self.cost.as_dict() if self.cost else None,
                 'floor': self.floor.as_dict() if self.floor else None,
                 'detectable': self.cost.detectable if self.cost else None,
@@ -369,10 +347,6 @@ def setup_changes(base: list[tuple], new: list[tuple]) -> dict[str, tuple[str, s
             if before.get(k, '') != after.get(k, '') and k not in ignore}
 
 
-def _worse_up(value: float, direction: str) -> float:
-    return math.log(value) if direction == experiments.LOWER_IS_BETTER else -math.log(value)
-
-
 def pair(values: list[Sample], floors: list[Sample]) -> list[tuple[Sample, Sample]]:
     """Each launch's value with the floor measured in the same launch (same session and job
     completion time; in stored order where times do not tell launches apart)."""
@@ -383,13 +357,37 @@ def pair(values: list[Sample], floors: list[Sample]) -> list[tuple[Sample, Sampl
     return list(zip(values, floors)) if len(values) == len(floors) else []
 
 
+def adjusted(then: list[tuple[Sample, Sample]], now: list[tuple[Sample, Sample]],
+             directions: tuple[str, str], floor: Outcome, m: int, settings: Settings) -> Outcome:
+    """The value adjusted by its floor (the module's docstring): per launch
+    ``y - theta (x - mean x)``, log values worse up, ``theta`` the Theil-Sen slope of the
+    baseline's launches (clipped to [0, 2]); its interval widened by the floor's move times
+    the slope's (Sen's interval at the family's level): how far the slope's uncertainty can
+    carry the adjustment where the floor moved."""
+    way, fway = directions
+    xs = [stats.worse_up(f.value, fway) for _, f in then]
+    ys = [stats.worse_up(v.value, way) for v, _ in then]
+    theta, low, high = stats.theil_sen(xs, ys, 1 - settings.alpha / max(m, 1))
+    centre = statistics.fmean(xs)
+
+    def shifted(pairs: list[tuple[Sample, Sample]]) -> Series:
+        return Series([stats.worse_up(v.value, way) - theta * (stats.worse_up(f.value, fway)
+                                                               - centre) for v, f in pairs],
+                      [v.session for v, _ in pairs])
+    out = judge(shifted(then), shifted(now), m, settings,
+                widen=abs(floor.change) * max(high - theta, theta - low))
+    out.slope = theta
+    return out
+
+
 def series(samples: list[Sample], direction: str) -> Series:
-    return Series([_worse_up(s.value, direction) for s in samples], [s.session for s in samples])
+    return Series([stats.worse_up(s.value, direction) for s in samples],
+                  [s.session for s in samples])
 
 
 def cost_series(pairs: list[tuple[Sample, Sample]], direction: str) -> Series:
     """MPI's own cost per launch, log(value / floor) with worse up for either direction."""
-    return Series([_worse_up(v.value / f.value, direction) for v, f in pairs],
+    return Series([stats.worse_up(v.value / f.value, direction) for v, f in pairs],
                   [v.session for v, _ in pairs])
 
 
@@ -425,10 +423,14 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
     pairs_now = pair(now, new.get(fkey, [])) if comp.floor_variable else []
     if min(len(pairs_then), len(pairs_now)) >= settings.min_samples:
         fdir = experiments.direction(comp.check, comp.floor_variable)
-        comp.cost = judge(cost_series(pairs_then, comp.direction),
-                          cost_series(pairs_now, comp.direction), m, settings)
         comp.floor = judge(series([f for _, f in pairs_then], fdir),
                            series([f for _, f in pairs_now], fdir), m, settings)
+        if settings.adjust == RATIO:
+            comp.cost = judge(cost_series(pairs_then, comp.direction),
+                              cost_series(pairs_now, comp.direction), m, settings)
+        else:
+            comp.cost = adjusted(pairs_then, pairs_now, (comp.direction, fdir), comp.floor, m,
+                                 settings)
     else:
         if comp.floor_variable:
             comp.note = f'no {comp.floor_variable} on both sides: judged on the value'

@@ -1,46 +1,69 @@
-"""Paired statistics for an upgrade: the old and the new stack launched in adjacent pairs in one
-session (``commcheck upgrade``), judged pair by pair.
+"""Paired statistics for an upgrade: the old and the new stack launched in adjacent pairs
+(``commcheck upgrade``), judged pair by pair.
 
 Model. As the gate's (:mod:`commcheck.analysis.gate`): a launch's figure is the machine's state
-times the software's own cost, and MPI's own cost is the figure over the hardware floor of the
-same launch. Two launches of one pair run one right after the other, so they share the
-machine's regime far more often than two launches minutes apart; the pair's log ratio
+times the software's own cost, and the hardware floor of the same launch carries the machine's
+state. Two launches of one pair run one right after the other, so they share the machine's
+regime far more often than two launches minutes apart. Per pair, with worse positive,
 
-    d = log(cost_new / cost_old)     (worse positive; the raw value where there is no floor)
+    d_y = log(value_new / value_old),    d_x = log(floor_new / floor_old)
 
-cancels what the two launches share. The machine can still change between the two launches of
-a pair: the pair's floor ratio ``f = log(floor_new / floor_old)`` (worse positive) says so. A
-pair's floors differ *beyond doubt* when ``f`` lies further from the session's median floor
-ratio than both (a) :attr:`Settings.floor_margin` and (b) z x the robust spread of the pairs'
-floor ratios, z at the family-wise level 1 - alpha / (2 m n) over the n pairs and m variables
-(a pair is one of n m chances to be called out). Such a pair is a machine change, not an MPI
-change: it is left out, and said. When more than half the pairs are, the verdict is
-``machine changed``: the session cannot say what the MPI did.
+and the change judged is d_y adjusted by its floor, ``d_y - theta d_x``: the floor as a measured
+covariate (regression adjustment), ``theta`` the slope of d_y on d_x fitted on the session's
+pairs (:attr:`Settings.adjust` ``slope``, the default), or 1 (``ratio``: MPI's own cost, the
+figure over its floor, the rule before issue 44). A variable without a floor is judged on d_y.
+Measured on this project's VMs (issue 44), the 8 B latency moved with its floor with a slope of
+-0.2 to +0.2 (dividing by the floor tripled the spread), the 1 MiB bandwidth with 0.9-1.4.
 
-Interval. The Hodges-Lehmann estimate (the median of the pairs' Walsh averages) of the pair
-log ratio, with the exact Wilcoxon signed-rank confidence interval at 1 - alpha / m, chosen
-because the launch order makes it exact: ReFrame runs the two launches of a pair in a random
-order (``--exec-order random``), so when the two stacks do not differ each ``d`` is as likely
-negative as positive whatever the machine does: its distribution is symmetric about 0, the one
-assumption of the signed-rank interval. A percentile bootstrap of the median is too narrow for
-a few pairs (all of 6 pairs positive would be decided, which happens by chance in 3 % of
-sessions), and a t interval trusts a normal tail that one pair straddling a regime switch
-breaks. With n pairs no interval is narrower than chance allows: the level needs
-``2 / 2^n < alpha / m`` (:func:`min_pairs`: 8 pairs for 6 variables at alpha 0.05), below that
-the verdict is ``cannot tell`` and says how many pairs would do.
+The machine can still change between the two launches of a pair: a pair's floors differ
+*beyond doubt* when |d_x| exceeds both (a) :attr:`Settings.floor_margin` and (b) z x the robust
+spread of the pairs' d_x about 0 (:func:`floor_spread`), z at the family-wise level
+1 - alpha / (2 m n) over the n pairs and m variables (a pair is one of n m chances to be called
+out). Such a pair is a machine
+change, not an MPI change: it is left out, and said. When more than half the pairs are, the
+verdict is ``machine changed``: the session cannot say what the MPI did.
+
+Interval. The set of changes c that the exact Wilcoxon signed-rank test of the residuals
+``d_y - c - theta(c) d_x`` does not reject at 1 - alpha share / m
+(:func:`commcheck.analysis.stats.adjusted_interval`), the slope fitted under each c on the
+pairs mirrored through the origin (:class:`commcheck.analysis.stats.PairSlope`). ReFrame runs
+the two launches of a pair in a random order (``--exec-order random``), so when the change is
+c each residual is as likely negative as positive whatever the machine does, and the slope,
+the same whichever launch of a pair came first, does not change that: the interval is exact,
+the slope's uncertainty in it, with no assumption of normality (one pair straddling a regime
+switch breaks a t interval). With a fixed slope (the ratio, or no floor) it is the classic
+interval of the Walsh averages around the Hodges-Lehmann estimate. With n pairs no interval is
+narrower than chance allows: the level needs ``2 / 2^n < alpha share / m`` (:func:`min_pairs`),
+below that the verdict is ``cannot tell`` and says how many pairs would do.
+
+Sequential looks (``commcheck upgrade --max-pairs/--budget``): each look spends a ``share`` of
+alpha (:func:`commcheck.analysis.stats.look_share`); by the union bound the false alarms over
+all looks stay below alpha. A fixed number of pairs is one look with all of it.
 
 A floor that is an MPI figure itself (:func:`commcheck.experiments.mpi_floor`: the datatypes'
 contiguous send) is each stack's own, so there the pairs judge the value itself, which the
 shared machine already cancels from.
 
-The outcomes and the verdict are the gate's own: :func:`commcheck.analysis.gate.decide` on the
-interval and the threshold, :func:`commcheck.analysis.gate.verdict` on MPI's own cost and the
-floor (both judged on their pair ratios). Where it cannot decide, the pairs that would:
-``n x (half-width / margin)^2`` (:func:`commcheck.analysis.gate` ``_needed``), never fewer than
-:func:`min_pairs`. The threshold is :attr:`Settings.min_effect` (2 % unless given): unlike the
-gate between sessions, pairing removes the regime from the comparison, so the threshold is the
-smallest change worth naming and the interval carries the noise; ``detectable`` is threshold +
-half-width, the smallest worsening this session could have flagged.
+The outcomes and the verdict are the gate's own: :func:`commcheck.analysis.stats.decide` on the
+interval and the threshold, :func:`commcheck.analysis.gate.verdict` on the adjusted change and
+the floor's: a floor that moved between the stacks beyond doubt bounds what counts as the
+software's (:func:`commcheck.analysis.gate.beyond_the_floor`, by the slope fitted). A move the
+pairs cannot establish does so only over the floor (``ratio``, as before): the two launches of
+a pair share the machine and their order is random, so a machine that slowed during the
+session slowed both stacks alike; a floor difference between the stacks that the pairs cannot
+tell from 0 is the floor's own noise (the 8 B floor's pair ratios spread 0.1 here), which the
+fitted slope weighs by how much the value follows it and the exact interval carries. Where it
+cannot decide, the pairs that would: ``n x (half-width / distance)^2``
+(:func:`commcheck.analysis.stats.needed`), never fewer than :func:`min_pairs`. The threshold is
+:attr:`Settings.min_effect` (2 % unless given): pairing removes the regime from the
+comparison, so the threshold is the smallest change worth naming and the interval carries the
+noise; ``detectable`` is threshold + half-width, the smallest worsening these pairs could
+have flagged.
+
+Acceptance (:attr:`Settings.accept`, ``commcheck upgrade --accept 5%``): the new stack passes
+when the interval's worse end lies below the margin ("not slower by more than 5 %", verdict
+``unchanged``, or ``improved``), fails when its better end lies beyond the larger of margin and
+threshold (``MPI regressed``); the two never both hold (:func:`commcheck.analysis.stats.decide`).
 """
 
 from __future__ import annotations
@@ -52,10 +75,12 @@ import statistics
 import numpy as np
 
 from commcheck import experiments
-from commcheck.analysis import gate, robust
+from commcheck.analysis import gate, stats
 from commcheck.results.store import Sample, SampleKey
 
 PAIRS = 'pairs'         #: the unit of a paired interval (Outcome.level)
+SLOPE, RATIO = 'slope', 'ratio'     #: how the floor adjusts the value (Settings.adjust)
+PASS, FAIL = 'pass', 'fail'         #: the acceptance's results (Judgement.acceptance)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,63 +91,54 @@ class Settings:
     #: floor's own pair-to-pair spread allows)
     floor_margin: float = 0.10
     max_needed: int = 1000      #: pairs needed above which "more than" is said
+    #: how the floor adjusts the value: ``slope`` (fitted on the pairs) or ``ratio`` (slope 1)
+    adjust: str = SLOPE
+    #: the acceptance margin, a fraction (0.05: "not slower by more than 5 %"); None: none
+    accept: float | None = None
 
     @property
     def threshold(self) -> float:
         return math.log1p(self.min_effect)
 
+    @property
+    def margin(self) -> float | None:
+        """The acceptance margin as a log ratio, or None."""
+        return None if self.accept is None else math.log1p(self.accept)
+
 
 # ---- the signed-rank interval ----------------------------------------------------------------
 
-def _signed_rank_cdf(n: int) -> np.ndarray:
-    """P(T+ <= t), t = 0 .. n(n+1)/2, of the Wilcoxon signed-rank statistic of n pairs when
-    each sign is a fair coin (exact: the distribution built rank by rank)."""
-    prob = np.zeros(n * (n + 1) // 2 + 1)
-    prob[0] = 1.0
-    for rank in range(1, n + 1):
-        shifted = np.zeros_like(prob)
-        shifted[rank:] = prob[:-rank]
-        prob = (prob + shifted) / 2
-    return np.cumsum(prob)
+min_pairs = stats.min_pairs
+interval = stats.walsh_interval
 
 
-def min_pairs(level: float) -> int:
-    """The fewest pairs whose signed-rank interval can reach ``level`` at all: 2 / 2^n below
-    1 - level (all pairs one way is the least likely outcome under no difference)."""
-    return max(1, math.ceil(math.log2(2 / (1 - level)) + 1e-12))
-
-
-def interval(d: list[float], level: float) -> tuple[float, float, float] | None:
-    """(Hodges-Lehmann estimate, low, high) of the centre of the pair log ratios ``d``: the
-    exact signed-rank interval, [W_(k), W_(N-k+1)] of the N sorted Walsh averages; None when
-    n pairs cannot reach ``level``."""
-    n = len(d)
-    if n < min_pairs(level):
-        return None
-    x = np.asarray(d, dtype=float)
-    walsh = np.sort(((x[:, None] + x[None, :]) / 2)[np.triu_indices(n)])
-    cdf = _signed_rank_cdf(n)
-    k = int(np.searchsorted(cdf, (1 - level) / 2, side='right'))   # P(T+ <= k-1) <= tail
-    if k < 1:
-        return None
-    return float(np.median(walsh)), float(walsh[k - 1]), float(walsh[len(walsh) - k])
-
-
-def judge(d: list[float], m: int = 1, settings: Settings = Settings()) -> gate.Outcome:
-    """The gate's three outcomes on pair log ratios (worse positive) at 1 - alpha/m."""
-    level = 1 - settings.alpha / max(m, 1)
+def judge(dy: list[float], m: int = 1, settings: Settings = Settings(),
+          dx: list[float] | None = None, share: float = 1.0,
+          accept: float | None = None, exact: bool = True) -> stats.Outcome:
+    """The three outcomes on pair log ratios ``dy`` (worse positive) adjusted by the floor's
+    ``dx`` (None: no floor), at 1 - alpha share / m; ``accept`` the margin (log) where the
+    decision is an acceptance. ``exact=False``: the decision alone, its bounds only as fine as
+    the decision needs (the simulation's; :func:`commcheck.analysis.stats.adjusted_interval`)."""
+    level = 1 - settings.alpha * share / max(m, 1)
     need_least = min_pairs(level)
-    found = interval(d, level)
     threshold = settings.threshold
+    slope = 0.0 if dx is None else 1.0 if settings.adjust == RATIO else None
+    xs = [0.0] * len(dy) if dx is None else dx
+    probes = (threshold, -threshold) + (() if accept is None else (accept, max(threshold,
+                                                                                   accept)))
+    found = stats.adjusted_interval(xs, dy, level, slope=slope, probes=probes,
+                                    rounds=40 if exact else 0) if len(dy) else None
     if found is None:
-        centre = statistics.median(d) if d else 0.0
-        return gate.Outcome(gate.UNKNOWN, centre, -math.inf, math.inf, threshold, PAIRS,
-                            needed=need_least)
-    centre, low, high = found
-    out = gate.Outcome(gate.decide(low, high, threshold), centre, low, high, threshold, PAIRS)
-    if out.outcome == gate.UNKNOWN:
-        need = gate._needed(len(d), centre, low, high, threshold,
-                            gate.Settings(max_needed=settings.max_needed))
+        centre = statistics.median(y - (slope or 0.0) * x for x, y in zip(xs, dy)) \
+            if len(dy) else 0.0
+        return stats.Outcome(stats.UNKNOWN, centre, -math.inf, math.inf, threshold, PAIRS,
+                             needed=need_least, slope=None if dx is None else slope)
+    centre, low, high, theta = found
+    out = stats.Outcome(stats.decide(low, high, threshold, accept=accept), centre, low, high,
+                        threshold, PAIRS, slope=None if dx is None else theta)
+    if out.outcome == stats.UNKNOWN:
+        need = stats.needed(len(dy), (high - low) / 2,
+                            stats.distance(centre, threshold, accept), settings.max_needed)
         out.needed = None if need is None else max(need, need_least)
     return out
 
@@ -138,12 +154,9 @@ class Pair:
     new_floor: Sample | None = None
     machine: bool = False               #: the two floors differ beyond doubt
 
-    def cost(self, direction: str) -> float:
-        """log(new / old) of MPI's own cost (the value where there is no floor), worse +."""
-        ratio = self.new.value / self.old.value
-        if self.old_floor and self.new_floor:
-            ratio /= self.new_floor.value / self.old_floor.value
-        return gate._worse_up(ratio, direction)
+    def raw(self, direction: str) -> float:
+        """log(new / old) of the value, worse +."""
+        return stats.worse_up(self.new.value / self.old.value, direction)
 
     def floor(self) -> float | None:
         """log(new / old) of the floor, worse +; None without floors."""
@@ -151,20 +164,20 @@ class Pair:
             return None
         floor = self.old_floor
         way = experiments.direction(floor.check, floor.variable, floor.unit)
-        return gate._worse_up(self.new_floor.value / floor.value, way)
+        return stats.worse_up(self.new_floor.value / floor.value, way)
 
 
 def adjacent(old: list[Sample], new: list[Sample]) -> list[tuple[Sample, Sample]]:
     """The launches of one test case on the two stacks, paired with their neighbour in time
-    (job completion): walking the launches in time order, a launch of one stack followed by
-    one of the other is a pair; a launch whose neighbour is of its own stack (its partner did
-    not run or failed) is left out."""
-    timeline = sorted([(s.time, 0, s) for s in old] + [(s.time, 1, s) for s in new],
-                      key=lambda t: (t[0], t[1]))
+    (job completion) in the same session: walking each session's launches in time order, a
+    launch of one stack followed by one of the other is a pair; a launch whose neighbour is of
+    its own stack (its partner did not run or failed) is left out."""
+    timeline = sorted([(s.session, s.time, 0, s) for s in old] +
+                      [(s.session, s.time, 1, s) for s in new], key=lambda t: t[:3])
     out, i = [], 0
     while i + 1 < len(timeline):
-        (_, a, first), (_, b, second) = timeline[i], timeline[i + 1]
-        if a != b:
+        (one, _, a, first), (two, _, b, second) = timeline[i], timeline[i + 1]
+        if a != b and one == two:
             out.append((first, second) if a == 0 else (second, first))
             i += 2
         else:
@@ -176,13 +189,42 @@ def with_floors(pairs: list[tuple[Sample, Sample]], old_floors: list[Sample],
                 new_floors: list[Sample]) -> list[Pair]:
     """Each pair with the floors measured in its two launches, where both have one (the
     launch's floor by session and completion time, as the gate pairs them)."""
-    of_old = {(v.session, v.time): f for v, f in gate.pair([o for o, _ in pairs], old_floors)}
-    of_new = {(v.session, v.time): f for v, f in gate.pair([n for _, n in pairs], new_floors)}
+    of_old = _floors_by_launch([o for o, _ in pairs], old_floors)
+    of_new = _floors_by_launch([n for _, n in pairs], new_floors)
     out = []
     for o, n in pairs:
         fo, fn = of_old.get((o.session, o.time)), of_new.get((n.session, n.time))
         out.append(Pair(o, n, fo, fn) if fo and fn else Pair(o, n))
     return out
+
+
+#: |N(0, 1)|'s lower quartile: a lower quartile of |d_x| over it estimates the spread.
+_QUARTILE_OF_ABS = statistics.NormalDist().inv_cdf(0.625)
+
+
+def floor_spread(known: list[float]) -> float:
+    """The spread of the pairs' floor log ratios where the machine held: the lower quartile of
+    |d_x| over |N(0, 1)|'s. Of |d_x| alone, so the same whichever launch of each pair came
+    first (which keeps the signed-rank interval exact); a quartile, so pairs that straddle a
+    regime switch do not inflate it until three in four do (the verdict is "machine changed"
+    from one in two)."""
+    return float(np.percentile(np.abs(known), 25)) / _QUARTILE_OF_ABS
+
+
+def machine_bound(known: list[float], m: int, settings: Settings) -> float:
+    """|d_x| beyond which a pair's two floors differ beyond doubt (the module's docstring)."""
+    z = statistics.NormalDist().inv_cdf(1 - settings.alpha / (2 * max(m, 1) * len(known)))
+    return max(math.log1p(settings.floor_margin), z * floor_spread(known))
+
+
+def _floors_by_launch(values: list[Sample], floors: list[Sample]) -> dict[tuple, Sample]:
+    """(session, time) -> the floor of that launch: by its own time where floors' times tell
+    launches apart (a launch left unpaired leaves a floor over: the gate's pairing by
+    position would then give none), else as the gate pairs them."""
+    by_launch = {(f.session, f.time): f for f in floors}
+    if len(by_launch) == len(floors):
+        return by_launch
+    return {(v.session, v.time): f for v, f in gate.pair(values, floors)}
 
 
 def mark_machine_changes(pairs: list[Pair], m: int, settings: Settings) -> int:
@@ -192,8 +234,7 @@ def mark_machine_changes(pairs: list[Pair], m: int, settings: Settings) -> int:
     known = [f for f in floors if f is not None]
     if len(known) < 2:
         return 0
-    z = statistics.NormalDist().inv_cdf(1 - settings.alpha / (2 * max(m, 1) * len(known)))
-    bound = max(math.log1p(settings.floor_margin), z * robust.sigma(known))
+    bound = machine_bound(known, m, settings)
     for p, f in zip(pairs, floors):
         p.machine = f is not None and abs(f) > bound
     return sum(p.machine for p in pairs)
@@ -211,11 +252,15 @@ class Judgement:
     direction: str | None
     pairs: list[Pair]
     verdict: str = gate.CANNOT_TELL
-    cost: gate.Outcome | None = None    #: MPI's own cost (or the value), pair ratios
-    floor: gate.Outcome | None = None   #: the floor, pair ratios
+    cost: stats.Outcome | None = None   #: the value adjusted by its floor (or the value)
+    floor: stats.Outcome | None = None  #: the floor, pair ratios
     floor_variable: str | None = None
     note: str = ''
     provenance_changes: dict = dataclasses.field(default_factory=dict)
+    accept: float | None = None         #: the acceptance margin judged against, a fraction
+    level: float | None = None          #: the interval's level (1 - alpha share / m)
+    #: the pairs at each look at this test case (commcheck upgrade's stages; one: fixed)
+    looks: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def variable(self) -> str:
@@ -241,6 +286,41 @@ class Judgement:
     def pairs_needed(self) -> int | None:
         return self.cost.needed if self.cost and self.verdict == gate.CANNOT_TELL else None
 
+    @property
+    def decided(self) -> bool:
+        """Whether more pairs would change nothing: a verdict decided (with a margin: the
+        acceptance decided, or the machine said to have changed)."""
+        if self.accept is not None:
+            return self.acceptance is not None or self.verdict in (
+                gate.MACHINE_CHANGED, gate.NOT_COMPARABLE)
+        return self.verdict in gate.DECIDED or self.verdict == gate.NOT_COMPARABLE
+
+    @property
+    def acceptance(self) -> str | None:
+        """With a margin: ``pass`` (not slower by more than it), ``fail`` (slower by more,
+        beyond doubt), None (not decided, or the machine changed)."""
+        if self.accept is None or not self.cost:
+            return None
+        if self.verdict in (gate.UNCHANGED, gate.IMPROVED):
+            return PASS
+        return FAIL if self.verdict in gate.SOFTWARE_REGRESSED else None
+
+    @property
+    def bound(self) -> float | None:
+        """The end of the interval the acceptance reached (a fraction): its worse end where it
+        passed, its better end where it failed, the worse end while undecided."""
+        if self.accept is None or not self.cost or not math.isfinite(self.cost.high):
+            return None
+        return math.expm1(self.cost.low if self.acceptance == FAIL else self.cost.high)
+
+    def judged(self) -> str:
+        """What the pairs judged: the value, over its floor, or adjusted by its floor."""
+        if not self.floor:
+            return 'value'
+        if self.cost and self.cost.slope is not None and self.cost.slope != 1.0:
+            return f'value adjusted by its floor (slope {self.cost.slope:.2f})'
+        return "MPI's own cost (value over floor)"
+
     def medians(self) -> tuple[float | None, float | None]:
         kept = [p for p in self.pairs if not p.machine]
         if not kept:
@@ -249,17 +329,19 @@ class Judgement:
                 statistics.median(p.new.value for p in kept))
 
     def statement(self) -> str:
-        """The verdict in words: which stack is slower, by how much, with its interval."""
+        """The verdict in words: which stack is slower, by how much, with its interval; with a
+        margin, what the acceptance reached."""
         if not self.cost or not math.isfinite(self.cost.high):
             return ''
-        what = "MPI's own cost" if self.floor else 'the value'
-        change = (f'{math.expm1(self.cost.change):+.1%} [{math.expm1(self.cost.low):+.1%}, '
-                  f'{math.expm1(self.cost.high):+.1%}]')
+        what = 'MPI' if self.floor else 'the value'
+        said = f'{what} new/old {self.cost.interval()}'
         if self.slower:
             size = abs(math.expm1(self.cost.change if self.slower == self.new
                                   else -self.cost.change))
-            return f'{self.slower} slower by {size:.1%} ({what} new/old {change})'
-        return f'{what} new/old {change}'
+            said = f'{self.slower} slower by {size:.1%} ({said})'
+        if self.accept is not None:
+            said += '; ' + accepted(self.acceptance, self.accept, self.bound)
+        return said
 
     def as_dict(self) -> dict:
         system, partition, environ, test, variable = self.key
@@ -269,26 +351,44 @@ class Judgement:
                 'direction': self.direction, 'verdict': self.verdict, 'slower': self.slower,
                 'pairs': len(self.pairs), 'machine_pairs': self.machine_pairs,
                 'median_old': old, 'median_new': new, 'floor_variable': self.floor_variable,
-                'judged': 'MPI cost (value over floor)' if self.floor else 'value',
+                'judged': self.judged(), 'slope': self.cost.slope if self.cost else None,
                 'cost': _outcome_dict(self.cost), 'floor': _outcome_dict(self.floor),
                 'detectable': self.detectable, 'pairs_needed': self.pairs_needed,
+                'level': self.level, 'looks': self.looks,
+                'accept': None if self.accept is None else {
+                    'margin': self.accept, 'result': self.acceptance, 'bound': self.bound},
                 'statement': self.statement(), 'note': self.note,
                 'provenance_changes': self.provenance_changes}
 
 
-def _outcome_dict(out: gate.Outcome | None) -> dict | None:
+def accepted(result: str | None, margin: float, bound: float | None) -> str:
+    """The acceptance in words: what was reached against the margin."""
+    if bound is None:
+        return f'accept {margin:.0%}: no interval yet'
+    if result == PASS:
+        return f'accepted: not slower by more than {margin:.0%} (worse end {bound:+.1%})'
+    if result == FAIL:
+        return f'refused: slower by more than {margin:.0%} (better end {bound:+.1%})'
+    return f'accept {margin:.0%}: not decided (worse end {bound:+.1%})'
+
+
+def _outcome_dict(out: stats.Outcome | None) -> dict | None:
     if out is None:
         return None
     if not math.isfinite(out.high):
         return {'outcome': out.outcome, 'change': math.expm1(out.change), 'ci_low': None,
                 'ci_high': None, 'threshold': math.expm1(out.threshold), 'level': out.level,
-                'needed': out.needed, 'detectable': None}
+                'needed': out.needed, 'detectable': None, 'slope': out.slope}
     return out.as_dict()
 
 
-def judge_pairs(judgement: Judgement, m: int, settings: Settings) -> None:
-    """Sets the verdict of one variable from its pairs (the module's docstring)."""
+def judge_pairs(judgement: Judgement, m: int, settings: Settings, share: float = 1.0,
+                exact: bool = True) -> None:
+    """Sets the verdict of one variable from its pairs (the module's docstring), at a look
+    that spends ``share`` of alpha (``exact=False``: its bounds only as fine as the verdict
+    needs, :func:`judge`)."""
     j = judgement
+    j.accept, j.level = settings.accept, 1 - settings.alpha * share / max(m, 1)
     flagged = mark_machine_changes(j.pairs, m, settings)
     kept = [p for p in j.pairs if not p.machine]
     if flagged and flagged * 2 > len(j.pairs):
@@ -296,35 +396,41 @@ def judge_pairs(judgement: Judgement, m: int, settings: Settings) -> None:
         j.note = (f'{flagged} of {len(j.pairs)} pairs: the floors of the two launches differ '
                   f'beyond doubt (the machine changed between them); MPI not judged')
         return
-    j.cost = judge([p.cost(j.direction) for p in kept], m, settings)
     floors = [p.floor() for p in kept]
-    if j.floor_variable and kept and None not in floors:
-        j.floor = judge(floors, m, settings)
-    else:
-        j.floor_variable = None
-    j.verdict = gate.verdict(j.cost, j.floor)
+    if not (j.floor_variable and kept and None not in floors):
+        j.floor_variable, floors = None, None
+    j.cost = judge([p.raw(j.direction) for p in kept], m, settings, floors, share,
+                   settings.margin, exact)
+    if floors is not None:
+        j.floor = judge(floors, m, settings, share=share, exact=exact)
+    # a floor's move the pairs cannot establish bounds the software's part only over the
+    # floor (the rule before the slope); with the slope fitted on these pairs, how much the
+    # value follows the floor is measured, and the exact interval carries its uncertainty
+    j.verdict = gate.verdict(j.cost, j.floor, undecided_bounds=settings.adjust == RATIO)
+    j.note = '; '.join(_notes(j, flagged, settings))
+
+
+def _notes(j: Judgement, flagged: int, settings: Settings) -> list[str]:
+    """What decided the verdict, or what would: the pairs needed, the floor's move, the pairs
+    left out, an MPI figure for a floor."""
     said = []
-    if j.verdict == gate.CANNOT_TELL:
-        need = (j.cost if j.cost.outcome == gate.UNKNOWN or not j.floor else j.floor).needed
+    if j.verdict == gate.CANNOT_TELL or (j.accept is not None and not j.decided):
+        told = j.cost if j.cost.outcome == gate.UNKNOWN or not j.floor else j.floor
+        need = told.needed
         decides = need and need <= settings.max_needed
         said.append(f'about {need} pairs in all would decide' if decides
                     else f'more than {settings.max_needed} pairs would be needed' if need
                     else 'on the threshold')
     if j.verdict == gate.MACHINE_CHANGED or (j.floor and j.floor.outcome in (gate.WORSE,
                                                                              gate.BETTER)):
-        said.append(f'the floor moved between the stacks: {_interval(j.floor)}')
+        said.append(f'the floor moved between the stacks: {j.floor.interval()}')
     if flagged:
         said.append(f'{flagged} of {len(j.pairs)} pairs left out: their floors differ beyond '
                     f'doubt (a machine change between the two launches)')
     mpi_floor = experiments.mpi_floor(j.key.check)
     if mpi_floor and experiments.floor_of(j.key.check, j.variable):
         said.insert(0, f'judged on the value: its floor, {mpi_floor}, is each stack\'s own')
-    j.note = '; '.join(said)
-
-
-def _interval(out: gate.Outcome) -> str:
-    return (f'{math.expm1(out.change):+.1%} [{math.expm1(out.low):+.1%}, '
-            f'{math.expm1(out.high):+.1%}]')
+    return said
 
 
 def _by_case(samples: list[Sample], old: str, new: str) -> dict[tuple, dict[str, list]]:
@@ -337,11 +443,12 @@ def _by_case(samples: list[Sample], old: str, new: str) -> dict[tuple, dict[str,
     return out
 
 
-def compare(samples: list[Sample], old: str, new: str,
-            settings: Settings = Settings()) -> list[Judgement]:
+def compare(samples: list[Sample], old: str, new: str, settings: Settings = Settings(),
+            share: float = 1.0, family: int | None = None, exact: bool = True) -> list[Judgement]:
     """One :class:`Judgement` per variable (not a floor, not an own cost) measured on both
-    stacks in the session(s) ``samples`` come from; m, the family, is the number of variables
-    judged."""
+    stacks in the session(s) ``samples`` come from, at a look that spends ``share`` of alpha;
+    m, the family, is ``family`` where given (a sequential run's: every variable of its first
+    look), else the number of variables judged."""
     cases = _by_case(samples, old, new)
     out = []
     for (system, partition, test, variable), sides in sorted(cases.items()):
@@ -366,7 +473,7 @@ def compare(samples: list[Sample], old: str, new: str,
         out.append(j)
     judged = [j for j in out if not _unjudgeable(j)]
     for j in judged:
-        judge_pairs(j, len(judged), settings)
+        judge_pairs(j, family or len(judged), settings, share, exact)
     return out
 
 
@@ -389,13 +496,18 @@ def _unjudgeable(j: Judgement) -> bool:
     return True
 
 
-FORMAT_VERSION = 1      #: of the JSON ``commcheck upgrade`` writes (reports/upgrade/<session>.json)
+#: Of the JSON ``commcheck upgrade`` writes (reports/upgrade/<session>.json). 2 (issue 44): the
+#: floor's slope, the acceptance, the looks and the plan; version 1 records are still read.
+FORMAT_VERSION = 2
+#: The versions the readers accept.
+FORMATS_READ = (1, 2)
 
 
 def record(sessions: list[str], old: str, new: str, settings: Settings,
-           judgements: list[Judgement]) -> dict:
-    """What ``commcheck upgrade`` writes and the report's upgrade section reads."""
+           judgements: list[Judgement], plan: dict | None = None) -> dict:
+    """What ``commcheck upgrade`` writes and the report's upgrade section reads; ``plan``: how
+    the pairs were run (the looks, the budget), where they were run in stages."""
     return {'format_version': FORMAT_VERSION, 'kind': 'upgrade', 'sessions': sessions,
             'old': old, 'new': new, 'settings': dataclasses.asdict(settings),
-            'counts': gate.counts(judgements),
+            'plan': plan, 'counts': gate.counts(judgements),
             'judgements': [j.as_dict() for j in judgements]}

@@ -251,12 +251,15 @@ def peer_rule(base: dict, new: dict, threshold: float) -> set[tuple]:
 
 
 def judge(base: dict, new: dict) -> dict[str, dict]:
-    """Per rule: {'fail': the session fails it, 'verdicts': the new rule's per variable}."""
+    """Per rule: {'fail': the session fails it, 'verdicts': the gate's per variable}; the gate
+    with its floor's slope fitted (``slope``, the default) and over the floor (``ratio``)."""
     comps = gate.compare(base, new)
-    out = {'new': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps),
-                   'verdicts': {f'{c.key.environ} {c.variable}': c.verdict for c in comps},
-                   'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps),
-                   'thresholds': [math.expm1(c.cost.threshold) for c in comps if c.cost]},
+    out = {'slope': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps),
+                     'verdicts': {f'{c.key.environ} {c.variable}': c.verdict for c in comps},
+                     'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps),
+                     'thresholds': [math.expm1(c.cost.threshold) for c in comps if c.cost]},
+           'ratio': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in gate.compare(
+               base, new, gate.Settings(adjust=gate.RATIO)))},
            'old': {'fail': bool(old_rule(base, new))}}
     for x in PEERS:
         out[f'peer {x:.0%}'] = {'fail': bool(peer_rule(base, new, x))}
@@ -290,7 +293,7 @@ def evaluate(sessions: list[dict], per_side: int) -> dict:
 
 
 #: The rules every session is judged by, in the tables' order.
-RULES = ('new', 'old', *(f'peer {x:.0%}' for x in PEERS))
+RULES = ('slope', 'ratio', 'old', *(f'peer {x:.0%}' for x in PEERS))
 
 
 def _share(results: list[dict], rule: str) -> str:
@@ -304,13 +307,13 @@ def rules_table(evaluated: dict[int, dict]) -> Table:
     table.add_column('launches a side', justify='right')
     for rule in RULES:
         table.add_column(f'{rule}: false alarms', justify='right')
-    table.add_column('new: sessions with a cannot tell', justify='right')
+    table.add_column('slope: sessions with a cannot tell', justify='right')
     for d in EFFECTS:
-        table.add_column(f'power at {d:.0%} (new / old / peer 10 / peer 20)', justify='right')
+        table.add_column(f'power at {d:.0%} ({" / ".join(RULES)})', justify='right')
     for n, ev in evaluated.items():
         clean = ev[CLEAN]
         table.add_row(str(n), *(_share(clean, r) for r in RULES),
-                      f'{sum(bool(r["new"]["cannot_tell"]) for r in clean)}/{len(clean)}',
+                      f'{sum(bool(r["slope"]["cannot_tell"]) for r in clean)}/{len(clean)}',
                       *(' / '.join(_share(ev['power'][d], r) for r in RULES) for d in EFFECTS))
     return table
 
@@ -326,14 +329,15 @@ def verdicts_table(evaluated: dict, kind: str, sessions: list[dict]) -> Table:
         results = ev[kind]
         found: dict[str, dict[str, int]] = {}
         for r in results:
-            for var, v in r['new']['verdicts'].items():
+            for var, v in r['slope']['verdicts'].items():
                 mark = ' (degraded)' if var.split()[0] in degraded[r['session']] else ''
                 found.setdefault(var + mark, {}).setdefault(v, 0)
                 found[var + mark][v] += 1
         for i, (var, counts) in enumerate(sorted(found.items())):
             table.add_row(str(n) if i == 0 else '', var,
                           ', '.join(f'{v}: {c}' for v, c in sorted(counts.items())),
-                          *((_share(results, r) for r in RULES) if i == 0 else ('',) * 4))
+                          *((_share(results, r) for r in RULES) if i == 0 else
+                            ('',) * len(RULES)))
     return table
 
 
@@ -342,7 +346,7 @@ def sessions_table(sessions: list[dict]) -> Table:
     a regime change shows as a floor that moved."""
     table = Table(title='Sessions (medians of the session\'s launches)', header_style='bold')
     for col in ('session', 'started (UTC)', 'kind', 'stack', 'floor_latency_8B us',
-                'latency_8B us', 'MPI cost 8B', 'regime'):
+                'latency_8B us', 'MPI cost 8B', 'floor_bw_1048576B GB/s', 'regime'):
         table.add_column(col)
     previous: dict[str, float] = {}
     for s in sessions:
@@ -351,9 +355,10 @@ def sessions_table(sessions: list[dict]) -> Table:
             mpi = statistics.median(p['latency_8B'] for p in pool)
             was = previous.get(stack_id)
             moved = was is not None and abs(floor / was - 1) > 0.2
+            big = statistics.median(p['floor_bw_1048576B'] for p in pool) / 1000
             table.add_row(str(s['index']), time.strftime('%H:%M:%S', time.gmtime(s['started'])),
                           s['kind'], stack_id, f'{floor:.4g}', f'{mpi:.4g}', f'{mpi / floor:.3g}',
-                          f'floor {floor / was - 1:+.0%}' if moved else '')
+                          f'{big:.3g}', f'floor {floor / was - 1:+.0%}' if moved else '')
             previous[stack_id] = floor
     return table
 
@@ -364,12 +369,12 @@ def launches_needed(evaluated: dict[int, dict], effect: float = 0.10) -> str:
     which more launches a side do not narrow) lies above ``effect``."""
     for n, ev in evaluated.items():
         power = ev['power'][effect]
-        if power and sum(r['new']['fail'] for r in power) >= 0.95 * len(power):
+        if power and sum(r['slope']['fail'] for r in power) >= 0.95 * len(power):
             return str(n)
     if not evaluated:
         return 'not measured'
     most = max(evaluated)
-    limits = [t for r in evaluated[most][CLEAN] for t in r['new']['thresholds']]
+    limits = [t for r in evaluated[most][CLEAN] for t in r['slope']['thresholds']]
     above = sum(t > effect for t in limits)
     return (f'more than {most}; at {most} launches the threshold of {above} of {len(limits)} '
             f'judgements of clean sessions lies above {effect:.0%} (the spread between the '
@@ -435,9 +440,10 @@ def recorded(path: Path) -> tuple[list[dict], str, list[str], float, float]:
 
 def main(args) -> int:
     if args.rejudge:
-        sessions, binding, stack_ids, minutes, args.gap = recorded(args.rejudge)
+        path, = args.rejudge
+        sessions, binding, stack_ids, minutes, args.gap = recorded(path)
         args.launches = min(len(pool) for s in sessions for pool in s['launches'].values())
-        console.print(f're-judging {args.rejudge}: recorded '
+        console.print(f're-judging {path}: recorded '
                       f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}')
         return report(args, sessions, binding, stack_ids, minutes, write=False)
     stacks, binding = _stacks(args)
@@ -457,10 +463,12 @@ def report(args, sessions: list[dict], binding: str, stack_ids: list[str], minut
     for kind in (SLOWED, DEGRADED):
         if any(ev[kind] for ev in evaluated.values()):
             console.print(verdicts_table(evaluated, kind, sessions))
+    from commcheck.bench import gate_sequential
+    console.print(gate_sequential.table(gate_sequential.evaluate(sessions, args.launches)))
     console.print(f'{len(sessions)} sessions of {args.launches} launches per stack '
                   f'({", ".join(stack_ids)}, binding {binding}), {args.gap:.0f} s apart, '
                   f'in {minutes:.1f} min; launches a side for 95 % power '
-                  f'at 10 % (new rule): {launches_needed(evaluated)}')
+                  f'at 10 % (the gate, slope): {launches_needed(evaluated)}')
     if not write:
         return 0
     out = args.json or paths.REPORTS_DIR / 'bench' / f'gate-{time.strftime("%Y%m%dT%H%M%S")}.json'

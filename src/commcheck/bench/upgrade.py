@@ -1,6 +1,7 @@
 """Benchmark, not a test: the paired upgrade rule (:mod:`commcheck.analysis.paired`) on real
-sessions, beside today's between-session gate, ``compare --environ/--against`` and a 10 % rule
-on ReFrame's ``--performance-compare``, on the same launches.
+sessions, with its floor as a fitted covariate, over the floor, and pairs until decided, beside
+today's between-session gate, ``compare --environ/--against`` and a 10 % rule on ReFrame's
+``--performance-compare``, all on the same launches (:mod:`commcheck.bench.upgrade_rules`).
 
 A session is ``--pairs`` pairs of launches of ``pingpong-c`` per stack (sizes 8 B, 1 KiB,
 1 MiB, the floor measured in every launch): per pair the "old" and the "new" side, in random
@@ -8,68 +9,76 @@ order, the stacks alternating pair by pair. Both sides load the slowmpi interpos
 (``src/kernels/tools/slowmpi``), so the only difference between them is its wait: the old side
 at 0 %, the new side at the session kind's size, a percentage of each launch's own 8 B one-way
 time and of its 1 MiB one-way time (each launch sizes it in its own regime; what it added,
-measured, is recorded). Kinds, interleaved round by round, sessions ``--gap`` seconds apart:
-A/A, +2 %, +5 %, +10 %, +20 %, and A/A with a busy loop on every core for the whole session.
+measured, is recorded, and each launch's wall time). Kinds, interleaved round by round,
+sessions ``--gap`` seconds apart: A/A, +2 %, +5 %, +10 %, +20 %, and A/A with a busy loop on
+every core for the whole session; ``--kinds aa:20,busy:10,+5:20`` chooses them and how many.
 
-Each session is judged at 6, 8, 12 and 16 pairs (its first n pairs), per stack, by:
-
-- paired: ``commcheck upgrade``'s rule on the session's pairs;
-- gate: ``commcheck compare`` between sessions, the new side against the old sides of the 3
-  sessions before it (not busy-loop ones) as the baseline;
-- environ: ``commcheck compare --environ OLD --against NEW`` on the session, unpaired;
-- perf-compare 10 %: the median of the new side more than 10 % worse than the old side's, as
-  a site scripts on ``reframe --performance-compare``.
-
-A session counts as flagged on a variable when the rule calls it regressed (``latency_8B`` and
-``bw_1048576B`` are the issue's; ``any`` is any of the three). For A/A kinds that is a false
-alarm; for the others, power. ``--rejudge FILE`` judges recorded launches again.
+``--rejudge FILE`` (repeatable) judges recorded sessions again under every rule, launching
+nothing: records of format 1 (before issue 44: no launch times, so pairs until decided may use
+every recorded pair) and 2.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from rich.table import Table
-
 from commcheck import console as textconsole
-from commcheck import experiments, paths
-from commcheck.analysis import gate, paired
+from commcheck import paths
 from commcheck.bench import gate as bench_gate
+from commcheck.bench import upgrade_rules as rules
+from commcheck.bench.upgrade_rules import AA_BUSY, KINDS
 from commcheck.errors import UserError
-from commcheck.results.store import Sample
 from commcheck.site import kbuild, slowmpi
 
-AA, AA_BUSY = 'A/A', 'A/A, busy loops'
-#: The kinds of session and the wait each adds on the new side (% of a launch's own time).
-KINDS = {AA: 0.0, '+2 %': 2.0, '+5 %': 5.0, '+10 %': 10.0, '+20 %': 20.0, AA_BUSY: 0.0}
-#: Pairs each session is judged at (its first n).
-PAIR_COUNTS = (6, 8, 12, 16)
-#: Sessions before a judged one whose old sides make the gate's baseline.
-BASELINE_SESSIONS = 3
-#: The rules every session is judged by, in the tables' order.
-RULES = ('paired', 'gate', 'environ', 'perf-compare 10 %')
-#: The variables the tables show one by one (the issue's).
-SHOWN = (experiments.sized_name('latency', 8), experiments.sized_name('bw', 1 << 20))
-#: The version of the record ``--json`` writes and ``--rejudge`` reads.
-FORMAT_VERSION = 1
+#: ``--kinds`` names of the kinds.
+SHORT = {'aa': rules.AA, '+2': '+2 %', '+5': '+5 %', '+10': '+10 %', '+20': '+20 %',
+         'busy': AA_BUSY}
+#: The version of the record ``--json`` writes (2: each launch's wall time); ``--rejudge``
+#: reads these.
+FORMAT_VERSION = 2
+FORMATS_READ = (1, 2)
 console = textconsole.make()
+
+
+def kinds_spec(text: str) -> dict[str, int]:
+    """``aa:20,busy:10,+5`` -> {kind: sessions} (a kind without a count: ``--per-kind``'s,
+    given as 0 here); a bad one: ValueError naming what is accepted."""
+    out = {}
+    for part in text.split(','):
+        name, _, count = part.strip().partition(':')
+        if name not in SHORT:
+            raise ValueError(f'{name!r} is not a kind: {", ".join(SHORT)}')
+        if count and not (count.isdigit() and 0 < int(count) <= 1000):
+            raise ValueError(f'{part!r}: the count must be a whole number from 1 to 1000')
+        out[SHORT[name]] = int(count or 0)
+    return out
+
+
+def schedule(chosen: dict[str, int] | None, per_kind: int) -> list[str]:
+    """The sessions' kinds, interleaved round by round in the kinds' order."""
+    counts = {k: (chosen or {}).get(k, 0) or per_kind for k in KINDS if not chosen or k in chosen}
+    out = []
+    for i in range(max(counts.values())):
+        out += [k for k, n in counts.items() if i < n]
+    return out
 
 
 # ---- recording -------------------------------------------------------------------------------
 
 def _launch(stack, program: Path, library: Path, binding: str, percent: float) -> dict:
+    started = time.monotonic()
     values, stderr = bench_gate.launch_with_stderr(stack, program, binding,
                                                    slowmpi.environment(library, percent))
     said = slowmpi.added(stderr)
     if said is None:
         raise UserError(f'slowmpi on {stack.id}: no account of the added delay on stderr '
                         f'(not loaded?): {stderr.strip()[-300:]}')
-    return {'values': values, 'added_small_ns': said['small'], 'added_large_ns': said['large']}
+    return {'values': values, 'added_small_ns': said['small'], 'added_large_ns': said['large'],
+            'seconds': time.monotonic() - started}
 
 
 def run_session(index: int, kind: str, stacks, programs, libraries, binding: str,
@@ -100,7 +109,7 @@ def run_session(index: int, kind: str, stacks, programs, libraries, binding: str
 def record_sessions(args, stacks, binding: str, save) -> list[dict]:
     """The sessions, kinds interleaved; ``save(sessions)`` after each one, so a benchmark of
     hours stopped part-way keeps what it recorded (``--rejudge`` reads it)."""
-    kinds = [kind for _ in range(args.per_kind) for kind in KINDS]
+    kinds = schedule(args.kinds, args.per_kind)
     sessions = []
     with tempfile.TemporaryDirectory(prefix='commcheck-upgrade-') as tmp:
         programs = {s.id: kbuild.cmake_build(s, Path(tmp) / s.id, targets=('pingpong-c',))
@@ -117,125 +126,6 @@ def record_sessions(args, stacks, binding: str, save) -> list[dict]:
     return sessions
 
 
-# ---- judging ---------------------------------------------------------------------------------
-
-def samples(session: dict, stack: str, side: str, n: int, environ: str) -> dict:
-    """The first ``n`` pairs' launches of one side, keyed as compare keys them."""
-    out: dict[tuple, list[Sample]] = {}
-    for launch in session['stacks'][stack][side][:n]:
-        for name, value in launch['values'].items():
-            floor = experiments.floor_variable(name)
-            key = ('local', 'default', environ, bench_gate.TEST, name)
-            out.setdefault(key, []).append(Sample(
-                session=f's{session["index"]}', time=float(launch['seq']), system='local',
-                partition='default', environ=environ, test=bench_gate.TEST, variable=name,
-                value=value, unit=floor.unit if floor else bench_gate.VARIABLES[name][2],
-                result='pass'))
-    return out
-
-
-def _flagged(verdicts) -> set[str]:
-    return {v for v, verdict in verdicts if verdict in gate.SOFTWARE_REGRESSED}
-
-
-def judge(sessions: list[dict], j: int, stack: str, n: int) -> dict:
-    """Per rule, the variables it flags in session ``j`` (None: the rule cannot be applied)."""
-    sess = sessions[j]
-    old, new = samples(sess, stack, 'old', n, 'old'), samples(sess, stack, 'new', n, 'new')
-    flat = [s for group in (old, new) for ss in group.values() for s in ss]
-    judged = paired.compare(flat, 'old', 'new')
-    out = {'paired': _flagged((c.variable, c.verdict) for c in judged),
-           'detectable': {c.variable: c.detectable for c in judged}}
-    out['environ'] = _flagged((c.variable, c.verdict) for c in gate.compare(
-        _relabel(old, 'new vs old'), _relabel(new, 'new vs old')))
-    out['perf-compare 10 %'] = {k[4] for k in bench_gate.peer_rule(
-        _relabel(old, 'x'), _relabel(new, 'x'), 0.10)}
-    before = [s for s in sessions[:j] if s['kind'] != AA_BUSY][-BASELINE_SESSIONS:]
-    if len(before) < BASELINE_SESSIONS:
-        out['gate'] = None
-    else:
-        baseline = bench_gate.merged([samples(s, stack, 'old', n, stack) for s in before])
-        out['gate'] = _flagged((c.variable, c.verdict) for c in gate.compare(
-            baseline, samples(sess, stack, 'new', n, stack)))
-    return out
-
-
-def _relabel(group: dict, environ: str) -> dict:
-    """The same samples keyed under another environment label (compare --environ's)."""
-    return {(k[0], k[1], environ, k[3], k[4]): v for k, v in group.items()}
-
-
-def evaluate(sessions: list[dict], stacks: list[str], counts: list[int]) -> list[dict]:
-    """One row per (kind, stack, pairs): per rule the sessions flagged on each shown variable
-    and on any, out of those judged; the paired rule's median detectable change on each."""
-    rows = []
-    for kind in KINDS:
-        for stack in stacks:
-            for n in counts:
-                judged = [judge(sessions, j, stack, n) for j, s in enumerate(sessions)
-                          if s['kind'] == kind]
-                row = {'kind': kind, 'stack': stack, 'pairs': n, 'sessions': len(judged),
-                       'realized': realized(sessions, kind, stack, n)}
-                for rule in RULES:
-                    done = [r[rule] for r in judged if r[rule] is not None]
-                    row[rule] = {**{v: sum(v in f for f in done) for v in SHOWN},
-                                 'any': sum(bool(f) for f in done), 'of': len(done)}
-                for v in SHOWN:
-                    limits = [r['detectable'].get(v) for r in judged]
-                    limits = [x for x in limits if x is not None]
-                    row[f'detectable {v}'] = statistics.median(limits) if limits else None
-                rows.append(row)
-    return rows
-
-
-def realized(sessions: list[dict], kind: str, stack: str, n: int) -> dict[str, float | None]:
-    """What the interposer added, measured, over the old side's median figure: the slowdown
-    the new side really carried (8 B: added ns over the one-way time; 1 MiB: over its time).
-    Both sides load the interposer and time their waits alike, the old side's asked 0: what it
-    measured (the path's own cost and the timing's residue) is taken off the new side's."""
-    added = {side: ([], []) for side in ('old', 'new')}
-    lat8, time1m = [], []
-    for s in sessions:
-        if s['kind'] != kind:
-            continue
-        for side, (small, large) in added.items():
-            small += [x['added_small_ns'] for x in s['stacks'][stack][side][:n]]
-            large += [x['added_large_ns'] for x in s['stacks'][stack][side][:n]]
-        lat8 += [x['values']['latency_8B'] * 1e3 for x in s['stacks'][stack]['old'][:n]]
-        time1m += [(1 << 20) / x['values']['bw_1048576B'] * 1e3
-                   for x in s['stacks'][stack]['old'][:n]]
-    if not lat8:
-        return {'latency_8B': None, 'bw_1048576B': None}
-    (old8, old1m), (new8, new1m) = added['old'], added['new']
-    return {'latency_8B': (statistics.median(new8) - statistics.median(old8))
-            / statistics.median(lat8),
-            'bw_1048576B': (statistics.median(new1m) - statistics.median(old1m))
-            / statistics.median(time1m)}
-
-
-def _cell(counts: dict) -> str:
-    if not counts['of']:
-        return '-'
-    return ' / '.join(str(counts[v]) for v in (*SHOWN, 'any')) + f' of {counts["of"]}'
-
-
-def table(rows: list[dict]) -> Table:
-    out = Table(title='Sessions flagged, per rule: latency_8B / bw_1048576B / any variable, of '
-                      'the sessions judged (A/A kinds: false alarms; others: power)',
-                header_style='bold')
-    for col in ('kind', 'stack', 'pairs', 'added, measured: 8 B / 1 MiB', *RULES,
-                'paired: detectable 8 B / 1 MiB (median)'):
-        out.add_column(col)
-    for r in rows:
-        real = r['realized']
-        added = ' / '.join('-' if real[v] is None else f'{real[v]:+.1%}' for v in SHOWN)
-        limits = ' / '.join('-' if r[f'detectable {v}'] is None else
-                            f'{r[f"detectable {v}"]:.1%}' for v in SHOWN)
-        out.add_row(r['kind'], r['stack'], str(r['pairs']), added,
-                    *(_cell(r[rule]) for rule in RULES), limits)
-    return out
-
-
 # ---- command ---------------------------------------------------------------------------------
 
 def recorded(path: Path) -> tuple[list[dict], dict]:
@@ -243,23 +133,31 @@ def recorded(path: Path) -> tuple[list[dict], dict]:
     file when it is not one."""
     try:
         data = json.loads(Path(path).read_text(encoding='utf-8'))
-        if data.get('format_version') != FORMAT_VERSION or data.get('kind') != 'bench upgrade':
-            raise ValueError('not format 1 of bench upgrade')
+        if data.get('format_version') not in FORMATS_READ or data.get('kind') != 'bench upgrade':
+            raise ValueError(f'not format {" or ".join(map(str, FORMATS_READ))} of bench upgrade')
         sessions = list(data['sessions'])
         for s in sessions:
-            if s['kind'] not in KINDS:
-                raise ValueError(f'session {s.get("index")}: kind {s["kind"]!r}')
-            for sides in s['stacks'].values():
-                for launch in sides['old'] + sides['new']:
-                    if not all(v > 0 for v in launch['values'].values()):
-                        raise ValueError(f'session {s["index"]}: a value not positive')
-                    float(launch['seq']), float(launch['added_small_ns'])
+            _check_session(s)
         if not sessions:
             raise ValueError('no sessions recorded')
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise UserError(f'{path}: not a `commcheck bench upgrade --json` record ({err})') \
             from None
     return sessions, data
+
+
+def _check_session(s: dict) -> None:
+    if s['kind'] not in KINDS:
+        raise ValueError(f'session {s.get("index")}: kind {s["kind"]!r}')
+    for sides in s['stacks'].values():
+        if not (sides['old'] and sides['new']):
+            raise ValueError(f'session {s["index"]}: a side without launches')
+        for launch in sides['old'] + sides['new']:
+            if not all(v > 0 for v in launch['values'].values()):
+                raise ValueError(f'session {s["index"]}: a value not positive')
+            float(launch['seq']), float(launch['added_small_ns'])
+            if float(launch.get('seconds', 1.0)) <= 0:
+                raise ValueError(f'session {s["index"]}: a launch time not positive')
 
 
 def _write(out: Path, header: dict, sessions: list[dict]) -> None:
@@ -270,31 +168,50 @@ def _write(out: Path, header: dict, sessions: list[dict]) -> None:
     part.replace(out)
 
 
+def rejudged(paths_: list[Path]) -> tuple[list[dict], dict]:
+    """The sessions of every record given, renumbered in the order given."""
+    sessions, header = [], {}
+    for path in paths_:
+        found, header = recorded(path)
+        console.print(f're-judging {path}: recorded '
+                      f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(found[0]["started"]))}')
+        sessions += found
+    return [{**s, 'index': i} for i, s in enumerate(sessions)], header
+
+
 def main(args) -> int:
     if args.rejudge:
-        sessions, header = recorded(args.rejudge)
-        pairs = min(len(sd['old']) for s in sessions for sd in s['stacks'].values())
+        sessions, header = rejudged(args.rejudge)
     else:
-        stacks, binding = bench_gate._stacks(args)
-        pairs = args.pairs
-        started = time.time()
-        stamp = time.strftime('%Y%m%dT%H%M%S')
-        out = args.json or paths.REPORTS_DIR / 'bench' / f'upgrade-{stamp}.json'
-        header = {'format_version': FORMAT_VERSION, 'kind': 'bench upgrade',
-                  'sizes': bench_gate.SIZES, 'iters': bench_gate.ITERS, 'gap_s': args.gap,
-                  'binding': binding}
-
-        def save(done: list[dict]) -> None:
-            _write(out, {**header, 'minutes': (time.time() - started) / 60}, done)
-
-        console.print(f'commcheck: the launches go to {out}, session by session')
-        sessions = record_sessions(args, stacks, binding, save)
+        sessions, header, out = _record(args)
     stack_ids = sorted({k for s in sessions for k in s['stacks']})
-    counts = [n for n in PAIR_COUNTS if n <= pairs] or [pairs]
-    console.print(table(evaluate(sessions, stack_ids, counts)))
+    pairs = min(len(sd['old']) for s in sessions for sd in s['stacks'].values())
+    counts = [n for n in rules.PAIR_COUNTS if n <= pairs] or [pairs]
+    accept = args.accept or 0.05
+    console.print(rules.table(rules.evaluate(sessions, stack_ids, counts)))
+    console.print(rules.sequential_table(
+        rules.evaluate_sequential(sessions, stack_ids, args.budget, accept), accept))
     console.print(f'{len(sessions)} sessions ({", ".join(stack_ids)}), {pairs} pairs per stack '
                   f'each, {header.get("gap_s", 0):.0f} s apart, recorded '
-                  f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}')
+                  f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}'
+                  + (f'; pairs until decided within {args.budget / 60:g} min of launches a '
+                     f'session and stack' if args.budget else ''))
     if not args.rejudge:
         console.print(f'commcheck: wrote the launches to {out}')
     return 0
+
+
+def _record(args) -> tuple[list[dict], dict, Path]:
+    stacks, binding = bench_gate._stacks(args)
+    started = time.time()
+    stamp = time.strftime('%Y%m%dT%H%M%S')
+    out = args.json or paths.REPORTS_DIR / 'bench' / f'upgrade-{stamp}.json'
+    header = {'format_version': FORMAT_VERSION, 'kind': 'bench upgrade',
+              'sizes': bench_gate.SIZES, 'iters': bench_gate.ITERS, 'gap_s': args.gap,
+              'binding': binding}
+
+    def save(done: list[dict]) -> None:
+        _write(out, {**header, 'minutes': (time.time() - started) / 60}, done)
+
+    console.print(f'commcheck: the launches go to {out}, session by session')
+    return record_sessions(args, stacks, binding, save), header, out

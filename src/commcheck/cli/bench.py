@@ -7,6 +7,8 @@ for one comparison.
 
 from __future__ import annotations
 
+import argparse
+
 from commcheck.cli import options
 from commcheck.errors import UserError
 
@@ -27,17 +29,14 @@ def add_parsers(sub) -> None:
     bench.add_argument('--iters', type=options.whole(1, KERNEL_MAX_ITERS), default=20000,
                        help='round trips per launch (pingpong)')
     _gate_options(bench)
-    bench.add_argument('--per-kind', type=options.whole(1, 1000), default=20,
-                       help='sessions of each kind: A/A, +2/5/10/20 %%, A/A with busy loops '
-                            '(upgrade)')
-    bench.add_argument('--pairs', type=options.whole(1, 1000), default=16,
-                       help='pairs of launches per stack in each session (upgrade)')
+    _upgrade_options(bench)
     bench.add_argument('--json', type=options.output_file,
                        help='where the launches go (gate; default reports/bench/gate-<time>.json'
                             '); the runs\' figures and machine (firstrun)')
-    bench.add_argument('--rejudge', type=options.existing_file, metavar='FILE',
+    bench.add_argument('--rejudge', type=options.existing_file, metavar='FILE', action='append',
                        help='judge the launches a previous run recorded (its --json) under '
-                            'the current rules, launching nothing (gate)')
+                            'the current rules, launching nothing (gate: one file; upgrade: '
+                            'repeatable, their sessions pooled)')
     bench.add_argument('--stack', type=options.name,
                        help='one stack (default: the Debian MPICH and Open MPI)')
     _history_options(bench)
@@ -64,6 +63,36 @@ def _gate_options(bench) -> None:
                        help="degraded sessions also put MPICH's UCX on TCP (gate)")
     bench.add_argument('--gap', type=options.positive_number, default=180.0,
                        help='seconds between sessions (gate)')
+
+
+def kinds(text: str) -> dict[str, int]:
+    """``--kinds aa:20,busy:10,+5``: the kinds of ``bench upgrade`` and their sessions."""
+    from commcheck.bench import upgrade
+    try:
+        return upgrade.kinds_spec(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+kinds.__name__ = 'kinds'
+
+
+def _upgrade_options(bench) -> None:
+    """The options of ``bench upgrade``."""
+    bench.add_argument('--per-kind', type=options.whole(1, 1000), default=20,
+                       help='sessions of each kind: A/A, +2/5/10/20 %%, A/A with busy loops '
+                            '(upgrade)')
+    bench.add_argument('--kinds', type=kinds, metavar='KIND[:N],...',
+                       help='the kinds and their sessions, of aa, +2, +5, +10, +20, busy (a '
+                            'kind without :N has --per-kind) (upgrade; default every kind)')
+    bench.add_argument('--pairs', type=options.whole(1, 1000), default=64,
+                       help='pairs of launches per stack in each session: the most pairs '
+                            'until decided may use (upgrade)')
+    bench.add_argument('--budget', type=options.duration,
+                       help="pairs until decided: at most this much of a session's launches "
+                            'per stack, e.g. 10m (upgrade; default: every recorded pair)')
+    bench.add_argument('--accept', type=options.percent, metavar='MARGIN',
+                       help='the acceptance margin judged beside (upgrade; default 5%%)')
 
 
 def _history_options(bench) -> None:
@@ -107,6 +136,9 @@ def cmd_bench(args) -> int:
         check_stack(args)
     if args.what == 'gate':
         from commcheck.bench import gate
+        if args.rejudge and len(args.rejudge) > 1:
+            raise UserError(f'--rejudge: bench gate judges one record, not '
+                            f'{len(args.rejudge)}')
         return gate.main(args)
     if args.what == 'upgrade':
         from commcheck.bench import upgrade

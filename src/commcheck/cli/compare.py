@@ -43,6 +43,10 @@ def add_parsers(sub) -> None:
     comp.add_argument('--alpha', type=options.fraction,
                       help='family-wise false-alarm rate over the variables '
                            f'(default {Settings.alpha})')
+    comp.add_argument('--adjust', choices=('slope', 'ratio'),
+                      help="how a floor adjusts its key variable: by the slope fitted on the "
+                           "baseline's launches (default) or as the ratio over it (MPI's own "
+                           'cost, slope 1: the rule before)')
     comp.add_argument('--min-samples', type=options.positive_int,
                       help='launches a side below which nothing is computed '
                            f'(default {Settings.min_samples})')
@@ -240,8 +244,21 @@ def _explain(comparisons, settings: gate.Settings) -> None:
     console.print(f'Three outcomes per quantity: DIFFERENT when the {1 - settings.alpha:.0%} '
                   f'family-wise interval of the change lies beyond the threshold, SAME when it '
                   f'lies inside it, else cannot tell. Threshold: {effect}. With a floor, MPI\'s '
-                  f'own cost (value over the floor of the same launch) and the floor are judged '
-                  f'apart.')
+                  f'own cost and the floor are judged apart; ' + _adjusted(comparisons,
+                                                                          settings))
+
+
+def _adjusted(comparisons, settings: gate.Settings) -> str:
+    """How MPI's own cost was made: over the floor, or adjusted by the slopes fitted."""
+    if settings.adjust == gate.RATIO:
+        return "MPI's own cost is the value over the floor of the same launch."
+    slopes = sorted({(c.variable, round(c.cost.slope, 2)) for c in comparisons
+                     if c.cost and c.cost.slope is not None})
+    shown = ', '.join(f'{v} {t:.2f}' for v, t in slopes[:8]) + (' ...' if len(slopes) > 8
+                                                                 else '')
+    return ("MPI's own cost is the value adjusted by its floor, y - theta (x - mean x) on log "
+            "values, theta the Theil-Sen slope of the baseline's launches (its interval "
+            f"carried: --adjust ratio divides instead){': ' + shown if shown else ''}.")
 
 
 def _compare(args, db) -> int:
@@ -265,7 +282,8 @@ def _compare(args, db) -> int:
     else:
         now = store.group(judged)
         base, against = _baseline_samples(args, judged, db)
-    given = {'min_effect': args.min_effect, 'alpha': args.alpha, 'min_samples': args.min_samples}
+    given = {'min_effect': args.min_effect, 'alpha': args.alpha, 'min_samples': args.min_samples,
+             'adjust': getattr(args, 'adjust', None)}
     fail_on_machine = bool(getattr(args, 'fail_on_machine_change', False))
     settings = gate.Settings(**{k: v for k, v in given.items() if v is not None})
     with console.status('comparing (bootstrap intervals, rank tests)...'):

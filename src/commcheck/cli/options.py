@@ -117,6 +117,30 @@ def positive_number(text: str) -> float:
     return _number(text, 0, float('inf'), 'a positive number')
 
 
+def percent(text: str) -> float:
+    """A share as ``5%`` or ``0.05`` (between 0 and 100 %, exclusive): the fraction."""
+    if text.strip().endswith('%'):
+        return _number(text.strip()[:-1], 0, 100, 'between 0 and 100 %') / 100
+    return _number(text, 0, 1, 'between 0 and 1 (or a percentage: 5%)')
+
+
+percent.__name__ = 'percentage'
+#: The units of :func:`duration`, in seconds.
+DURATION_UNITS = {'s': 1.0, 'm': 60.0, 'min': 60.0, 'h': 3600.0}
+
+
+def duration(text: str) -> float:
+    """A duration as ``10m``, ``600s``, ``1.5h`` (a bare number: minutes): seconds."""
+    found = re.fullmatch(r'\s*([0-9.]+)\s*(s|m|min|h)?\s*', text)
+    if not found:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a duration (10m, 600s, 1.5h)')
+    return _number(found[1], 0, float('inf'), 'a positive duration') * \
+        DURATION_UNITS[found[2] or 'm']
+
+
+duration.__name__ = 'duration'
+
+
 def date(text: str) -> float:
     try:
         return datetime.datetime.fromisoformat(text).timestamp()

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from commcheck import paths
-from commcheck.analysis import trend
+from commcheck.analysis import paired, trend
 from commcheck.results import baselinefile, store
 from commcheck.results.source import HistoryUnavailable
 from commcheck.results.store import HistoryError, Session, Warn
@@ -103,9 +103,15 @@ def load_gate(path: str | Path, warn: Warn) -> dict | None:
 
 def load_upgrade(path: str | Path, warn: Warn) -> dict | None:
     """An upgrade JSON written by ``commcheck upgrade``, or None (absent: silently; bad:
-    warned)."""
-    return _load_record(path, warn, 'upgrade', 'commcheck upgrade', 'judgements',
-                        'upgrade section', kind='upgrade')
+    warned). Its format versions 1 (before the floor's slope, the acceptance and the looks)
+    and 2 are read; another is warned about."""
+    record = _load_record(path, warn, 'upgrade', 'commcheck upgrade', 'judgements',
+                          'upgrade section', kind='upgrade')
+    if record is not None and record.get('format_version') not in paired.FORMATS_READ:
+        warn(f'{path}: upgrade record of format {record.get("format_version")!r}, this '
+             f'commcheck reads {", ".join(map(str, paired.FORMATS_READ))}; no upgrade section')
+        return None
+    return record
 
 
 def load_baselines(systems: list[str], warn: Warn) -> dict[str, baselinefile.BaselineFile]:

@@ -1,4 +1,5 @@
 /* The hardware floor of a two-rank sweep (see cc_floor.h). */
+#define _DEFAULT_SOURCE     /* MAP_ANONYMOUS under a strict -std=c11 too */
 #include "cc_floor.h"
 #include "cc_payload.h"
 #include "cc_util.h"
@@ -8,9 +9,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 enum { KIND_NONE, KIND_SHM, KIND_TCP, LINE = 64 };
+/* Where the floor's own buffers begin in their first page: 16 bytes in, as glibc places a
+ * malloc of 128 KiB or more in a fresh process (its own mapping, after a 16-byte header),
+ * which is where every floor measured before was copied to. See floor_buffer. */
+enum { BUFFER_OFFSET = 16 };
 static const char *KIND_NAMES[] = {"none", "shm", "tcp"};
 
 struct cc_floor {
@@ -19,6 +25,7 @@ struct cc_floor {
     MPI_Win win;
     unsigned char *mine, *theirs;   /* the segments: a flag line, then the message */
     unsigned char *sbuf, *rbuf;     /* TCP's send buffer; the copy every receiver makes */
+    size_t max;                     /* their size */
     uint64_t next;                  /* message number of the last round trip */
     char why[160];
     /* The size being measured, interleaved with the MPI batches (cc_floor_begin..end). */
@@ -29,6 +36,31 @@ struct cc_floor {
     /* When the size's measuring began: wall time, and this rank's scheduler run delay. */
     double t_begin, wait_begin;
 };
+
+/* A buffer of the floor in its own anonymous mapping, BUFFER_OFFSET bytes into its first page.
+ * Not malloc: where malloc puts a large buffer depends on what the process freed before (glibc
+ * raises its mmap threshold to the size of a freed mapped chunk, so a later 1 MiB buffer comes
+ * from the heap at another offset in its page). An LD_PRELOAD interposer that calibrated
+ * itself with a 1 MiB buffer did that, and so may an MPI library at MPI_Init: the floor's 1 MiB
+ * copy then ran between other relative alignments than in plain launches, and on an Intel
+ * Xeon VM read another bandwidth. Its own mapping makes the floor the same in every launch,
+ * whatever else the process allocated. */
+static unsigned char *floor_buffer(size_t size, const char *what)
+{
+    void *p = mmap(NULL, size + BUFFER_OFFSET, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "ERROR: cannot map %zu bytes for %s: %s\n", size, what, strerror(errno));
+        cc_abort(CC_EXIT_USAGE);
+    }
+    return (unsigned char *)p + BUFFER_OFFSET;
+}
+
+static void floor_buffer_free(unsigned char *buf, size_t size)
+{
+    if (buf)
+        munmap(buf - BUFFER_OFFSET, size + BUFFER_OFFSET);
+}
 
 static _Atomic uint64_t *flag(unsigned char *segment)
 {
@@ -210,7 +242,8 @@ struct cc_floor *cc_floor_open(MPI_Comm comm, size_t max, int mode)
     struct cc_floor *f = cc_malloc(sizeof *f, "the floor");
     *f = (struct cc_floor){.comm = comm, .kind = KIND_NONE, .sock = -1, .win = MPI_WIN_NULL};
     CC_CHECK(MPI_Comm_rank(comm, &f->rank));
-    f->rbuf = cc_malloc(max, "the floor's receive buffer");
+    f->max = max ? max : 1;
+    f->rbuf = floor_buffer(f->max, "the floor's receive buffer");
     if (mode == CC_FLOOR_NO)
         snprintf(f->why, sizeof f->why, "not asked for (--floor no)");
     else if (mode == CC_FLOOR_YES && shm_open_segments(f, max))
@@ -218,7 +251,7 @@ struct cc_floor *cc_floor_open(MPI_Comm comm, size_t max, int mode)
     else if (tcp_open(f))
         f->kind = KIND_TCP;
     if (f->kind == KIND_TCP)
-        f->sbuf = cc_malloc(max, "the floor's send buffer");
+        f->sbuf = floor_buffer(f->max, "the floor's send buffer");
     if (f->kind == KIND_NONE && f->rank == 0) {
         for (char *c = f->why; *c; c++)
             if (*c == '"')
@@ -307,8 +340,8 @@ void cc_floor_close(struct cc_floor *f)
     }
     if (f->sock >= 0)
         close(f->sock);
-    free(f->sbuf);
-    free(f->rbuf);
+    floor_buffer_free(f->sbuf, f->max);
+    floor_buffer_free(f->rbuf, f->max);
     free(f);
 }
 
