@@ -106,3 +106,12 @@ def test_wrong_extras_are_refused_in_one_line():
         learned.checked_extras('e', {'mpi': 'foompi'})
     with pytest.raises(learned.ConfigurationProblem, match=r"extras 'languages'=\['cobol'\]"):
         learned.checked_extras('e', {'languages': ['cobol']})
+
+
+def test_a_flavour_given_without_a_version_checks_the_flavour_only():
+    from commcheck.rfm.mixins import label_mismatch
+    given = {'mpi_library': ['openmpi', '']}
+    assert label_mismatch('e', given, ['Open MPI v4.1.4, package: Debian OpenMPI']) is None
+    assert label_mismatch('e', given, ['MPICH Version:\t4.0.2']) == (
+        'label mismatch: e declares Open MPI, but the kernel ran with MPICH 4.0.2 '
+        '("MPICH Version:\t4.0.2")')

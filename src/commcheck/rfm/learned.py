@@ -74,8 +74,12 @@ def environment_facts(environ, partition, scratch: Path) -> dict:
     found.update(given)
     if vocabulary.LANGUAGES in given:
         found['has_fortran'] = 'fortran' in given[vocabulary.LANGUAGES]
-    if given.get('mpi') in flavours.FLAVOURS and 'mpi_version' in given:
-        found['mpi_library'] = [given['mpi'], str(given['mpi_version'])]
+    if vocabulary.MPI in given:         # every launch must then report the given flavour
+        version = str(given.get(vocabulary.MPI_VERSION, ''))
+        if not version and found['mpi_library'][:1] == [given[vocabulary.MPI]]:
+            version = found['mpi_library'][1]
+        found[vocabulary.MPI_VERSION] = version or probe.UNKNOWN
+        found['mpi_library'] = [given[vocabulary.MPI], version]
     return found
 
 

@@ -40,16 +40,17 @@ def label_mismatch(environ: str, extras: dict, libraries: list[str]) -> str | No
     if not declared:
         return None
     want_flavour, want_version = declared
-    title = flavours.FLAVOURS[want_flavour].title
+    title = f'{flavours.FLAVOURS[want_flavour].title} {want_version}'.strip()
     for text in libraries:
         found = flavours.identify_library(text)
         if found is None:
-            return (f'label mismatch: {environ} declares {title} {want_version}, but the kernel '
-                    f'reports an unknown MPI library "{text}"')
+            return (f'label mismatch: {environ} declares {title}, but the kernel reports an '
+                    f'unknown MPI library "{text}"')
         flavour, version = found
-        if flavour != want_flavour or not flavours.versions_agree(want_version, version):
-            return (f'label mismatch: {environ} declares {title} {want_version}, but the kernel '
-                    f'ran with {flavours.FLAVOURS[flavour].title} {version} ("{text}")')
+        if flavour != want_flavour or (want_version and
+                                       not flavours.versions_agree(want_version, version)):
+            return (f'label mismatch: {environ} declares {title}, but the kernel ran with '
+                    f'{flavours.FLAVOURS[flavour].title} {version} ("{text}")')
     return None
 
 
