@@ -184,3 +184,67 @@ def test_a_long_kernel_routine_is_found(tmp_path):
                                   f'    return 0;\n}}\n')
     assert long_routines(tmp_path) == [f'k.F90:1 k: {MAX_ROUTINE_LINES + 2} lines',
                                        f'k.c:1 f: {MAX_ROUTINE_LINES + 2} lines']
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, at its top or inside a function (``from
+    commcheck.results import store`` names the module ``store``; a name that is not a module
+    names the package's ``__init__``)."""
+    modules = {'.'.join(p for p in path.relative_to(package.parent).with_suffix('').parts
+                        if p != '__init__'): path for path in package.rglob('*.py')}
+    graph: dict[str, set[str]] = {}
+    for me, path in modules.items():
+        targets = graph.setdefault(me, set())
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found = [f'{node.module}.{a.name}' if f'{node.module}.{a.name}' in modules
+                         else node.module for a in node.names]
+            elif isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            else:
+                continue
+            targets.update(t for t in found if t in modules and t != me)
+    return graph
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """Each cycle of the import graph (its strongly connected components of more than one
+    module), its modules sorted (Tarjan's algorithm)."""
+    graph, order, low, stack, on, out = import_graph(package), {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            part = []
+            while not part or part[-1] != node:
+                part.append(stack.pop())
+                on.discard(part[-1])
+            if len(part) > 1:
+                out.append(sorted(part))
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(out)
+
+
+def test_no_import_cycle_even_inside_functions():
+    assert import_cycles(ROOT / 'src' / 'commcheck') == []
+
+
+def test_an_import_cycle_inside_a_function_is_found(tmp_path):
+    package = tmp_path / 'commcheck'
+    (package / 'results').mkdir(parents=True)
+    for name in ('__init__.py', 'results/__init__.py', 'results/other.py'):
+        (package / name).write_text('')
+    (package / 'results' / 'source.py').write_text(
+        'def opened():\n    from commcheck.results import pgread\n')
+    (package / 'results' / 'pgread.py').write_text('from commcheck.results.source import x\n')
+    assert import_cycles(package) == [['commcheck.results.pgread', 'commcheck.results.source']]

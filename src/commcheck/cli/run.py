@@ -173,7 +173,7 @@ def stored():
     """The results database, opened once for the run's report and its push; None when there
     is none (the report then says it has no history, and nothing is pushed)."""
     from commcheck.results import source
-    return source.LocalHistory(paths.RESULTS_DB) if paths.RESULTS_DB.exists() else None
+    return source.open_history(paths.RESULTS_DB) if paths.RESULTS_DB.exists() else None
 
 
 def cmd_run(args) -> int:

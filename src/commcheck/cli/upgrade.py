@@ -172,7 +172,7 @@ def cmd_upgrade(args) -> int:
 
 def _report(args, run_report) -> None:
     from commcheck.report import entry
-    db = source.LocalHistory(args.db or paths.RESULTS_DB)
+    db = source.open_history(args.db or paths.RESULTS_DB)
     # the database judged is the report's history, opened once (--db: another one's)
     out = entry.report_of_run(run_report, paths.REPORTS_DIR, paths.RESULTS_DB if args.db else db)
     if out:
@@ -181,7 +181,7 @@ def _report(args, run_report) -> None:
 
 def _stored(args, old: str, new: str, settings: paired.Settings) -> int:
     """Judges stored sessions' pairs, pooled, as one look at all of alpha."""
-    db = source.LocalHistory(args.db or paths.RESULTS_DB)
+    db = source.open_history(args.db or paths.RESULTS_DB)
     try:
         chosen = db.choose(uuids=args.session)
         sessions = db.load(chosen, store.warn_stderr, cases=False, wanted=wanted(args.all))
@@ -189,7 +189,7 @@ def _stored(args, old: str, new: str, settings: paired.Settings) -> int:
         raise no_match(args.db or paths.RESULTS_DB, err, 'the session') from None
     if not sessions:
         raise no_match(args.db or paths.RESULTS_DB,
-                       store.HistoryError(f'{db.path}: no readable stored session to judge'),
+                       store.HistoryError(f'{db.where}: no readable stored session to judge'),
                        'the session')
     samples = [s for sess in sessions for s in sess.samples if keep(s, args.all)]
     judged = paired.compare(samples, old, new, settings)

@@ -43,7 +43,7 @@ def report_of_run(run_report: Path, reports_dir: Path, db,
                   warn: Warn = store.warn_stderr) -> Path | None:
     """The report of a run report's session; a damaged run report gives what it holds, an
     unreadable one the newest stored session (said so). None only when nothing can be read.
-    ``db``: the history (a source, or a results database's path), opened once."""
+    ``db``: the history (an open one, or a results database's path), opened once."""
     warn = _Collect(warn)
     session = load_run_report(run_report, warn)
     history = None
@@ -62,9 +62,10 @@ def report_of_run(run_report: Path, reports_dir: Path, db,
 
 
 def _opened(db, warn: Warn):
-    """The history source of ``db`` (a source as is, a path opened), or None, said so."""
+    """The history of ``db`` (:func:`commcheck.results.source.open_history`), or None, said
+    so."""
     try:
-        return source.as_history(db, warn)
+        return source.open_history(db, warn)
     except HistoryError as err:
         warn(f'{err}; the report has no history')
         return None
@@ -98,7 +99,7 @@ def report_of_stored(db, wanted: list[str], out_root: Path, reports_dir: Path,
     history source, or a results database's path). A prefix that matches no session is a
     warning; HistoryError when no session at all is left to report on."""
     warn = _Collect(warn)
-    stored = source.as_history(db, warn)
+    stored = source.open_history(db, warn)
     picked: dict[str, store.Stored] = {}
     for want in wanted:
         try:

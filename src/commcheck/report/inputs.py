@@ -10,7 +10,7 @@ from pathlib import Path
 from commcheck import paths
 from commcheck.analysis import paired, trend
 from commcheck.results import baselinefile, store
-from commcheck.results.source import HistoryUnavailable
+from commcheck.results.history import HistoryUnavailable
 from commcheck.results.store import HistoryError, Session, Warn
 
 
@@ -197,7 +197,7 @@ class StoredHistory:
         self.close()
 
 
-def as_history(stored) -> SessionsHistory | StoredHistory:
+def shown_history(stored) -> SessionsHistory | StoredHistory:
     """The history a report shows: a :class:`StoredHistory`, or sessions in memory."""
     if isinstance(stored, (SessionsHistory, StoredHistory)):
         return stored
@@ -207,7 +207,7 @@ def as_history(stored) -> SessionsHistory | StoredHistory:
 def stored_history(history, warn: Warn) -> SessionsHistory | StoredHistory:
     """The stored sessions' history through the source's series; none (warned) if
     unreadable. A shared store that cannot be reached is not "no history": it stops the
-    report (:class:`commcheck.results.source.HistoryUnavailable`)."""
+    report (:class:`commcheck.results.history.HistoryUnavailable`)."""
     try:
         return StoredHistory(history, history.series(warn=warn))
     except HistoryUnavailable:
