@@ -36,3 +36,22 @@ def test_an_open_history_is_opened_as_is(tmp_path):
     opened = object()
     assert source.open_history(opened) is opened
 
+
+def test_the_store_address_is_option_then_environment_then_site_file(monkeypatch):
+    from commcheck.results import pgstore
+    read = []
+
+    def site():
+        read.append(1)
+        return 'postgresql://reader@site/commcheck'
+    monkeypatch.setenv('COMMCHECK_HISTORY', 'postgresql://reader@env/commcheck')
+    assert pgstore.store_address('postgresql://reader@opt/commcheck', site) == \
+        'postgresql://reader@opt/commcheck'
+    assert pgstore.store_address(None, site) == 'postgresql://reader@env/commcheck'
+    assert read == []                         # the site file is read only when needed
+    monkeypatch.delenv('COMMCHECK_HISTORY')
+    assert pgstore.store_address(None, site) == 'postgresql://reader@site/commcheck'
+    monkeypatch.setenv('COMMCHECK_SITE', 'local')
+    assert pgstore.store_address() is None and source.configured() is None
+    with pytest.raises(pgstore.StoreRefused, match='contains a password'):
+        pgstore.store_address(None, lambda: 'postgresql://u:secret@h/db')

@@ -124,7 +124,9 @@ def _setup(args):
     if found:
         raise UserError(found[0] + (f' (and {len(found) - 1} more: commcheck preflight)'
                                     if len(found) > 1 else ''))
-    args.history = push.store_for_run(site)     # a password in it: refused before the run
+    from commcheck.results import pgstore
+    # the store it pushes to, resolved as every command resolves it (a password: refused now)
+    args.history = pgstore.store_address(None, lambda: site.history)
     lock = runstate.RunLock(paths.STATE_DIR)
     lock.acquire(sys.argv)
     return site, lock

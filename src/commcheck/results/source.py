@@ -14,8 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from commcheck import dburl
-from commcheck.results import pgread, sample_index
+from commcheck.results import pgread, pgstore, sample_index
 from commcheck.results.archive import copy_in, open_archive
 from commcheck.results.history import History, HistoryUnavailable, Listed, is_url
 from commcheck.results.store import (
@@ -93,28 +92,11 @@ class LocalHistory(ResultsDB):
         self.close()
 
 
-def site_history() -> str | None:
-    """The ``history:`` of the site file ``COMMCHECK_SITE`` names (the local site, discovered,
-    has none: nothing is discovered to answer this)."""
-    name = os.environ.get('COMMCHECK_SITE', '').strip()
-    if not name or name == 'local':
-        return None
-    from commcheck.site import SiteError, sitefile
-    try:
-        return sitefile.load_named(name).history
-    except SiteError as err:
-        raise SiteError(f'COMMCHECK_SITE={name}: {err}') from None
-
-
 def configured() -> str | None:
     """The shared store the site configured (``COMMCHECK_HISTORY``, else the site file's
-    ``history:``), or None: then the local results database is the history."""
-    history = None if dburl.from_environment() else site_history()
-    if not dburl.from_environment() and not history:
-        return None
-    from commcheck.results import pgstore
-    found = pgstore.store_address(None, history)
-    return found[0] if found else None
+    ``history:``: :func:`commcheck.results.pgstore.store_address`), or None: then the local
+    results database is the history."""
+    return pgstore.store_address()
 
 
 def open_history(given=None, warn: Warn = warn_stderr, default: Path | None = None
