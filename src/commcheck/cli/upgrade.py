@@ -19,7 +19,6 @@ each test case judged at its looks and stopped when decided, within ``--max-pair
 
 from __future__ import annotations
 
-import json
 import math
 
 from rich.markup import escape
@@ -31,7 +30,7 @@ from commcheck.analysis import gate, junit, paired
 from commcheck.cli import compare, options, pairing
 from commcheck.cli.selection import keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
-from commcheck.results import source, store
+from commcheck.results import source, store, upgraderecord
 
 console = textconsole.make()
 #: ReFrame options commcheck upgrade sets itself (what the pairs need), with what to use.
@@ -206,10 +205,8 @@ def _conclude(args, sessions: list[str], old: str, new: str, settings: paired.Se
     """The verdicts shown and written (JSON, JUnit); the exit code."""
     show(judged, f'commcheck upgrade: {new} against {old}, paired launches, session(s) '
                  f'{", ".join(sessions)}', settings, plan)
-    record = paired.record(sessions, old, new, settings, judged, plan)
-    out = args.json or paths.REPORTS_DIR / 'upgrade' / f'{sessions[-1]}.json'
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1, default=str) + '\n')
+    out = upgraderecord.write(args.json or upgraderecord.path_of(paths.REPORTS_DIR, sessions[-1]),
+                              paired.record(sessions, old, new, settings, judged, plan))
     console.print(f'commcheck: wrote {out}')
     if args.junit:
         junit.write(args.junit, judged, f'{new} against {old}, sessions {", ".join(sessions)}',

@@ -1,6 +1,6 @@
 """The two ways the command line asks for a report: of the session ``commcheck run`` just ran
 (its run report), and of stored sessions (``commcheck report [SESSION...]``). Both take the
-stored sessions as history and the gate's JSON (``<reports>/gate/<uuid>.json``) when there is one.
+stored sessions as history and the gate's record (``<reports>/gate/<uuid>.json``) when there is one.
 """
 
 from __future__ import annotations
@@ -8,24 +8,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from commcheck.report.build import write_report
-from commcheck.report.inputs import load_gate, load_run_report, load_upgrade, stored_history
-from commcheck.results import source, store
+from commcheck.report.inputs import load_run_report, stored_history
+from commcheck.results import gaterecord, source, store, upgraderecord
 from commcheck.results.store import HistoryError, Session, Warn
 
 
-def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn, kind: str = 'gate',
-                load=load_gate) -> dict | None:
-    """``commcheck compare`` writes its JSON under the newest judged session's uuid (in
-    ``gate/``; ``commcheck upgrade`` in ``upgrade/``, read with ``load_upgrade``)."""
+def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn, model=gaterecord
+                ) -> dict | None:
+    """``commcheck compare`` writes its record under the newest judged session's uuid
+    (:func:`commcheck.results.gaterecord.path_of`; ``commcheck upgrade`` its own,
+    :mod:`commcheck.results.upgraderecord`)."""
     for session in reversed(sessions):
-        record = load(Path(reports_dir) / kind / f'{session.uuid}.json', warn)
+        record = model.load(model.path_of(reports_dir, session.uuid), warn)
         if record is not None:
             return record
     return None
 
 
 def upgrade_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
-    return gate_record(sessions, reports_dir, warn, 'upgrade', load_upgrade)
+    return gate_record(sessions, reports_dir, warn, upgraderecord)
 
 
 class _Collect:
