@@ -248,3 +248,37 @@ def test_an_import_cycle_inside_a_function_is_found(tmp_path):
         'def opened():\n    from commcheck.results import pgread\n')
     (package / 'results' / 'pgread.py').write_text('from commcheck.results.source import x\n')
     assert import_cycles(package) == [['commcheck.results.pgread', 'commcheck.results.source']]
+
+
+def undocumented_variables(root: Path) -> list[str]:
+    """Each ReFrame ``variable``/``parameter`` declared in a class under ``root`` whose ``#:``
+    block above it (as ReFrame's ``pipeline.py`` documents its own) lacks ``:type:`` or
+    ``:default:``."""
+    out = []
+    for path in sorted(root.rglob('*.py')):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse('\n'.join(lines), str(path))):
+            for st in node.body if isinstance(node, ast.ClassDef) else ():
+                func = getattr(getattr(st, 'value', None), 'func', None)
+                if getattr(func, 'id', getattr(func, 'attr', None)) not in ('variable',
+                                                                            'parameter'):
+                    continue
+                i, doc = st.lineno - 2, []
+                while i >= 0 and lines[i].strip().startswith('#:'):
+                    doc.append(lines[i])
+                    i -= 1
+                if not (':type:' in ''.join(doc) and ':default:' in ''.join(doc)):
+                    out.append(f'{path.relative_to(root)}:{st.lineno}')
+    return out
+
+
+def test_every_check_variable_has_its_doc_type_and_default():
+    assert undocumented_variables(ROOT / 'checks') == []
+
+
+def test_a_variable_without_its_doc_is_found(tmp_path):
+    (tmp_path / 'c.py').write_text('class C:\n    #: Sizes. :type: str :default: \'8\'\n'
+                                   '    sizes = variable(str, value=\'8\')\n'
+                                   '    #: Iterations.\n    iters = variable(int, value=1)\n'
+                                   '    lang = parameter([\'c\'])\n')
+    assert undocumented_variables(tmp_path) == ['c.py:5', 'c.py:6']
