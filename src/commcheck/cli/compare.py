@@ -49,15 +49,11 @@ def add_parsers(sub) -> None:
     comp.add_argument('--min-samples', type=options.positive_int,
                       help='launches a side below which nothing is computed '
                            f'(default {Settings.min_samples})')
-    comp.add_argument('--fail-on-machine-change', action='store_true',
-                      help='exit 1 when the hardware floor moved too (a site that wants to '
-                           'catch a bad node)')
-    options.add_all(comp)
-    comp.add_argument('--json', type=options.output_file,
-                      help='write the comparison here (default: reports/gate/<session>.json)')
-    comp.add_argument('--junit', type=options.output_file, metavar='FILE',
-                      help='also write the verdicts as JUnit XML (one test case per judged '
-                           'variable; failures are the verdicts that exit 1)')
+    options.add_verdict_outputs(
+        comp, 'exit 1 when the hardware floor moved too (a site that wants to catch a bad node)',
+        'write the comparison here (default: reports/gate/<session>.json)',
+        'also write the verdicts as JUnit XML (one test case per judged variable; failures are '
+        'the verdicts that exit 1)')
     comp.set_defaults(func=cmd_compare)
 
 

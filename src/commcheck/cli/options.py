@@ -303,6 +303,16 @@ def add_all(p) -> None:
     p.add_argument('--all', action='store_true', help='every variable, not only key ones')
 
 
+def add_verdict_outputs(p, machine: str, record: str, junit: str) -> None:
+    """The options of a command that gives verdicts (``compare``, ``upgrade``), in this order:
+    ``--fail-on-machine-change``, ``--all``, ``--json`` (its record) and ``--junit``; each help
+    text the command's own."""
+    p.add_argument('--fail-on-machine-change', action='store_true', help=machine)
+    add_all(p)
+    p.add_argument('--json', type=output_file, help=record)
+    p.add_argument('--junit', type=output_file, metavar='FILE', help=junit)
+
+
 def add_site(p) -> None:
     p.add_argument('--site', type=nonempty,
                    help='local, a name in config/sites/, or a site file '

@@ -60,14 +60,11 @@ def add_parsers(sub) -> None:
     up.add_argument('--alpha', type=options.fraction,
                     help=f'family-wise false-alarm rate over every variable and look '
                          f'(default {paired.Settings.alpha})')
-    up.add_argument('--fail-on-machine-change', action='store_true',
-                    help='exit 1 when most pairs saw the machine change (or the floor moved)')
-    options.add_all(up)
-    up.add_argument('--json', type=options.output_file,
-                    help='write the judgement here (default: reports/upgrade/<session>.json)')
-    up.add_argument('--junit', type=options.output_file, metavar='FILE',
-                    help='also write the verdicts as JUnit XML (one test case per variable; '
-                         'with --accept the margin and the bound reached)')
+    options.add_verdict_outputs(
+        up, 'exit 1 when most pairs saw the machine change (or the floor moved)',
+        'write the judgement here (default: reports/upgrade/<session>.json)',
+        'also write the verdicts as JUnit XML (one test case per variable; with --accept the '
+        'margin and the bound reached)')
     up.add_argument('reframe_args', nargs='*', help='passed to reframe (after --), e.g. '
                                                     '-n PingPong')
     up.set_defaults(func=cmd_upgrade)
