@@ -59,8 +59,9 @@ class Collectives(PartitionWide):
     #: Bytes per rank: a list or a power-of-two range (see src/kernels/README.md).
     #: :type: str :default: '8:65536'
     sizes = variable(str, value='8:65536')
-    #: Timed calls and untimed warm-up calls per op and size. :type: int :default: 100, 10
+    #: Timed calls per op and size. :type: int :default: 100
     iters = variable(int, value=100)
+    #: Untimed warm-up calls per op and size. :type: int :default: 10
     warmup = variable(int, value=10)
     tags = {'fabric', 'collectives'}
 
@@ -101,6 +102,8 @@ class OsuCollectives(PartitionWide, OsuProgram):
 
     def environment_needs(self) -> tuple[str, ...]:
         return BY_CHECK['OsuCollectives'].needs
+    #: The OSU collective benchmark of the test case (``osu_<op>``, one a test case).
+    #: :type: str :default: every one of ``OSU_COLLECTIVES``
     benchmark = parameter(list(OSU_COLLECTIVES))
     #: OSU's ``-m``: message sizes (not for osu_barrier). :type: str :default: '8:65536'
     sizes = variable(str, value='8:65536')

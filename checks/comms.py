@@ -43,11 +43,16 @@ def fit_values(fit: hockney.HockneyFit, single: hockney.Segment) -> dict:
 @rfm.simple_test
 class ParkbenchComms(TwoRankSweep):
     descr = 'Parkbench COMMS1/COMMS2: Hockney r_inf, n_1/2 and startup per stack'
+    #: COMMS1 (the ping-pong kernel's one-way times) or COMMS2 (the exchange kernel's).
+    #: :type: str :default: every one of ``KERNELS`` ('comms1', 'comms2')
     benchmark = parameter(list(KERNELS))
+    #: The kernel's language. :type: str :default: every language of ``comms2``'s kernels
     lang = parameter(experiments.KERNELS['comms2'])
     sizes = experiments.default('ParkbenchComms', 'sizes')
     iters = experiments.default('ParkbenchComms', 'iters')
     warmup = experiments.default('ParkbenchComms', 'warmup')
+    #: The size (bytes) the two Hockney segments split at; None: found from the data.
+    #: :type: int or None :default: None
     breakpoint_bytes = variable(int, type(None), value=None)
     tags = {'p2p', 'seed003', 'hockney'}
 

@@ -34,15 +34,23 @@ OSU_TYPES = {'byte': ('mpi_char', 1), 'double': ('mpi_float', 2)}
 @rfm.simple_test
 class DerivedDatatypes(TwoRankSweep):
     descr = 'Derived-datatype ping-pong: r_inf and startup per mode, vs contiguous'
+    #: The kernel's language. :type: str :default: every language of ``dtype``'s kernels
     lang = parameter(experiments.KERNELS['dtype'])
+    #: The element type sent. :type: str :default: 'byte' and 'double'
     element = parameter(['byte', 'double'])
+    #: How the strided data is sent: a vector type, a loop, MPI_Pack or a subarray type.
+    #: :type: str :default: every one of ``MODES``
     mode = parameter(MODES)
-    stride = variable(int, type(None), value=None)     # None: seed 003's (64 bytes, 8 doubles)
+    #: Elements from one block's start to the next; None: seed 003's (64 bytes, 8 doubles).
+    #: :type: int or None :default: None
+    stride = variable(int, type(None), value=None)
+    #: Elements of a block. :type: int :default: 1
     blocklen = variable(int, value=1)
     sizes = experiments.default('DerivedDatatypes', 'sizes')
     iters = experiments.default('DerivedDatatypes', 'iters')
     warmup = experiments.default('DerivedDatatypes', 'warmup')
-    osu_compare_bytes = variable(int, value=65536)     # useful payload of the OSU cross-check
+    #: The useful payload (bytes) of the OSU cross-check. :type: int :default: 65536
+    osu_compare_bytes = variable(int, value=65536)
     tags = {'p2p', 'seed003', 'datatypes'}
 
     def _options(self, mode):

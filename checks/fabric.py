@@ -39,8 +39,9 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     lat_iters = variable(int, value=200)
     #: Messages per direction and pair of the bandwidth stream. :type: int :default: 20
     bw_iters = variable(int, value=20)
-    #: Message sizes of the latency and the bandwidth phase. :type: str :default: '8', '1m'
+    #: Message size of the latency phase. :type: str :default: '8'
     lat_size = variable(str, value='8')
+    #: Message size of the bandwidth phase. :type: str :default: '1m'
     bw_size = variable(str, value='1m')
     #: Untimed round trips / messages before each phase. :type: int :default: 5
     warmup = variable(int, value=5)
@@ -61,16 +62,19 @@ class FabricSweep(rfm.RunOnlyRegressionTest, StackCheck):
     #: that share CPUs: contention only slows a batch, a slow link every one).
     #: :type: str :default: 'median'
     statistic = variable(str, value='median')
-    #: Outlier thresholds: robust z-score and minimum relative effect (commcheck.analysis.fabric).
-    #: :type: float :default: 5.0, 0.5
+    #: Outlier threshold: the robust z-score (commcheck.analysis.fabric).
+    #: :type: float :default: 5.0
     z = variable(float, value=fabric.Settings.z)
+    #: Outlier threshold: the minimum relative effect (commcheck.analysis.fabric).
+    #: :type: float :default: 0.5
     min_effect = variable(float, value=fabric.Settings.min_effect)
     #: The metrics that name outliers, comma-separated (both are always measured and shown).
     #: :type: str :default: 'latency,bandwidth'
     metrics = variable(str, value=','.join(fabric.Settings.metrics))
-    #: What the sweep named, one line each (also in the failure reason); the rerun command.
-    #: :type: List[str], str :default: [], ''
+    #: What the sweep named, one line each (also in the failure reason).
+    #: :type: List[str] :default: []
     outliers = variable(list, value=[])
+    #: The command that reruns just the named nodes. :type: str :default: ''
     rerun = variable(str, value='')
     kernels = fixture(KernelsBuild, scope='environment')
     tags = {'fabric'}

@@ -33,6 +33,8 @@ class FortranPointers(rfm.RunOnlyRegressionTest, StackCheck, CacheSizedGrid):
     def environment_needs(self) -> tuple[str, ...]:
         return ('fortran',)
 
+    #: How the array is held: allocatable, Fortran pointer, or a C pointer (c_f_pointer).
+    #: :type: str :default: 'alloc', 'pointer' and 'cptr'
     variant = parameter(['alloc', 'pointer', 'cptr'])
     n = experiments.default('FortranPointers', 'n')
     steps = experiments.default('FortranPointers', 'steps')

@@ -28,6 +28,8 @@ class OsuPt2Pt(rfm.RunOnlyRegressionTest, StackCheck, OsuProgram):
     descr = 'OSU Micro-Benchmarks point-to-point, the reference peer of PingPong'
     valid_systems = ['*']
     valid_prog_environs = vocabulary.ANY_MPI
+    #: The OSU point-to-point benchmark of the test case.
+    #: :type: str :default: every one of ``BENCHMARKS`` (osu_latency, osu_bw, osu_bibw)
     benchmark = parameter(list(BENCHMARKS))
     is_pair = True
     kernels = fixture(KernelsBuild, scope='environment')

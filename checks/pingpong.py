@@ -26,6 +26,7 @@ from commcheck.rfm.perf import (
 @rfm.simple_test
 class PingPong(TwoRankSweep):
     descr = 'MPI ping-pong: one-way latency and bandwidth per message size'
+    #: The kernel's language. :type: str :default: every language of ``pingpong``'s kernels
     lang = parameter(experiments.KERNELS['pingpong'])
     sizes = experiments.default('PingPong', 'sizes')
     iters = experiments.default('PingPong', 'iters')

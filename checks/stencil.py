@@ -130,6 +130,7 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, Cac
 
     descr = 'sequential 5-point stencil, the baseline of speedup and efficiency'
     valid_systems = ['*']
+    #: The kernel's language. :type: str :default: every language of ``stencil``'s kernels
     lang = parameter(experiments.KERNELS['stencil'])
     n = experiments.default('StencilSequential', 'n')
     steps = experiments.default('StencilSequential', 'steps')
@@ -164,8 +165,13 @@ class StencilSequential(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, Cac
 class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGrid):
     descr = '2-D heat stencil: halo exchange by Send/Recv vs MPI-3 shared-memory windows'
     valid_systems = ['*']
+    #: The halo exchange: blocking S/R, non-blocking S/R, SHM (``MPI_Win_allocate_shared``),
+    #: SHM-NC (``alloc_shared_noncontig``) or hybrid (SHM-NC inside a node, S/R between).
+    #: :type: str :default: every one of the five
     variant = parameter(['sr', 'nb', 'shm', 'shmnc', 'hybrid'])
-    ranks = parameter(experiments.STENCIL_RANKS)   # the seed's square grids, and 2 for 2 cores
+    #: Ranks of the test case: the seed's square grids, and 2 for 2 cores.
+    #: :type: int :default: every one of ``experiments.STENCIL_RANKS``
+    ranks = parameter(experiments.STENCIL_RANKS)
     #: Rank counts above this are skipped (a 2-core node runs 1, 2, 4 and 9: oversubscribed).
     #:
     #: :type: :class:`int`
@@ -189,12 +195,18 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
     #: :type: :class:`int`
     #: :default: the experiment's (48 and 10: the kernel tests' grid)
     oversubscribed_n = variable(int, value=experiments.default('Stencil', 'oversubscribed_n'))
+    #: The time steps of an oversubscribed run (see ``oversubscribed_n``).
+    #:
+    #: :type: :class:`int`
+    #: :default: the experiment's (10)
     oversubscribed_steps = variable(int, value=experiments.default('Stencil',
                                                                    'oversubscribed_steps'))
     #: The run used the oversubscribed runs' small grid, not the sequential fixture's.
+    #: :type: bool :default: False
     small_grid = variable(bool, value=False)
     #: ``no`` runs without the every-cell comparison (only total heat and checksum are then
     #: compared with the sequential run): an explicit choice, never a silent default.
+    #: :type: str or None :default: None (the every-cell comparison)
     verify = variable(str, type(None), value=None)
     #: Pair each run with a compute-only run of the same steps just before it (``--baseline
     #: yes``): ``floor_time``, the floor ``time`` is judged against, and at 1 rank the speedup
@@ -204,6 +216,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
     #: :default: ``True``
     paired = variable(typ.Bool, value=True)
     #: Which level of the memory hierarchy ``bw_fraction``'s bound (STREAM) was measured at.
+    #: :type: str :default: '' (set by the run)
     bound = variable(str, value='')
     seq = fixture(StencilSequential, scope='environment', action='fork')
     # Held directly, not only through `seq`: ReFrame cleans a fixture's stage once all of its
@@ -225,6 +238,7 @@ class Stencil(rfm.RunOnlyRegressionTest, StackCheck, RepeatedRuns, CacheSizedGri
         self.num_tasks_per_node = self.ranks
 
     #: The ranks are spread over real nodes (hybrid: no emulated --node-size).
+    #: :type: bool :default: False
     spans_nodes = variable(bool, value=False)
 
     @run_after('setup')

@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 #: The environment variable that names the shared history store (over the site file's
 #: ``history:``).
 ENV = 'COMMCHECK_HISTORY'
+#: How a URL of the shared store begins (``--db`` and the configuration take one).
 URL_SCHEMES = ('postgresql://', 'postgres://')
 HIDDEN = '***'
 #: Where libpq takes a password from instead (the refusal names them).
@@ -34,8 +35,9 @@ _KEY_VALUE = re.compile(r"""(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\.
                         re.IGNORECASE)
 
 
-def is_url(text: str) -> bool:
-    return text.strip().lower().startswith(URL_SCHEMES)
+def is_url(text) -> bool:
+    """Whether ``text`` is a store's URL (the one check: ``--db``, the readers, the store)."""
+    return isinstance(text, str) and text.strip().lower().startswith(URL_SCHEMES)
 
 
 def redact(text: str) -> str:

@@ -184,3 +184,101 @@ def test_a_long_kernel_routine_is_found(tmp_path):
                                   f'    return 0;\n}}\n')
     assert long_routines(tmp_path) == [f'k.F90:1 k: {MAX_ROUTINE_LINES + 2} lines',
                                        f'k.c:1 f: {MAX_ROUTINE_LINES + 2} lines']
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, at its top or inside a function (``from
+    commcheck.results import store`` names the module ``store``; a name that is not a module
+    names the package's ``__init__``)."""
+    modules = {'.'.join(p for p in path.relative_to(package.parent).with_suffix('').parts
+                        if p != '__init__'): path for path in package.rglob('*.py')}
+    graph: dict[str, set[str]] = {}
+    for me, path in modules.items():
+        targets = graph.setdefault(me, set())
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found = [f'{node.module}.{a.name}' if f'{node.module}.{a.name}' in modules
+                         else node.module for a in node.names]
+            elif isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            else:
+                continue
+            targets.update(t for t in found if t in modules and t != me)
+    return graph
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """Each cycle of the import graph (its strongly connected components of more than one
+    module), its modules sorted (Tarjan's algorithm)."""
+    graph, order, low, stack, on, out = import_graph(package), {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            part = []
+            while not part or part[-1] != node:
+                part.append(stack.pop())
+                on.discard(part[-1])
+            if len(part) > 1:
+                out.append(sorted(part))
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(out)
+
+
+def test_no_import_cycle_even_inside_functions():
+    assert import_cycles(ROOT / 'src' / 'commcheck') == []
+
+
+def test_an_import_cycle_inside_a_function_is_found(tmp_path):
+    package = tmp_path / 'commcheck'
+    (package / 'results').mkdir(parents=True)
+    for name in ('__init__.py', 'results/__init__.py', 'results/other.py'):
+        (package / name).write_text('')
+    (package / 'results' / 'source.py').write_text(
+        'def opened():\n    from commcheck.results import pgread\n')
+    (package / 'results' / 'pgread.py').write_text('from commcheck.results.source import x\n')
+    assert import_cycles(package) == [['commcheck.results.pgread', 'commcheck.results.source']]
+
+
+def undocumented_variables(root: Path) -> list[str]:
+    """Each ReFrame ``variable``/``parameter`` declared in a class under ``root`` whose ``#:``
+    block above it (as ReFrame's ``pipeline.py`` documents its own) lacks ``:type:`` or
+    ``:default:``."""
+    out = []
+    for path in sorted(root.rglob('*.py')):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse('\n'.join(lines), str(path))):
+            for st in node.body if isinstance(node, ast.ClassDef) else ():
+                func = getattr(getattr(st, 'value', None), 'func', None)
+                if getattr(func, 'id', getattr(func, 'attr', None)) not in ('variable',
+                                                                            'parameter'):
+                    continue
+                i, doc = st.lineno - 2, []
+                while i >= 0 and lines[i].strip().startswith('#:'):
+                    doc.append(lines[i])
+                    i -= 1
+                if not (':type:' in ''.join(doc) and ':default:' in ''.join(doc)):
+                    out.append(f'{path.relative_to(root)}:{st.lineno}')
+    return out
+
+
+def test_every_check_variable_has_its_doc_type_and_default():
+    assert undocumented_variables(ROOT / 'checks') == []
+
+
+def test_a_variable_without_its_doc_is_found(tmp_path):
+    (tmp_path / 'c.py').write_text('class C:\n    #: Sizes. :type: str :default: \'8\'\n'
+                                   '    sizes = variable(str, value=\'8\')\n'
+                                   '    #: Iterations.\n    iters = variable(int, value=1)\n'
+                                   '    lang = parameter([\'c\'])\n')
+    assert undocumented_variables(tmp_path) == ['c.py:5', 'c.py:6']

@@ -71,8 +71,6 @@ from commcheck.analysis import robust, stats
 from commcheck.analysis.stats import BETTER, SAME, UNKNOWN, WORSE, Outcome, decide
 from commcheck.results.store import Sample, SampleKey, key_label
 
-FORMAT_VERSION = 2      #: of the JSON ``commcheck compare`` writes
-
 MPI_REGRESSED, BOTH, REGRESSED = 'MPI regressed', 'both', 'regressed'
 MACHINE_CHANGED, CANNOT_TELL = 'machine changed', 'cannot tell'
 IMPROVED, UNCHANGED, NO_BASELINE, NOT_COMPARABLE = (

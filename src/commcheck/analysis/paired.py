@@ -76,6 +76,7 @@ import numpy as np
 
 from commcheck import experiments
 from commcheck.analysis import gate, stats
+from commcheck.results import upgraderecord
 from commcheck.results.store import Sample, SampleKey
 
 PAIRS = 'pairs'         #: the unit of a paired interval (Outcome.level)
@@ -496,18 +497,11 @@ def _unjudgeable(j: Judgement) -> bool:
     return True
 
 
-#: Of the JSON ``commcheck upgrade`` writes (reports/upgrade/<session>.json). 2 (issue 44): the
-#: floor's slope, the acceptance, the looks and the plan; version 1 records are still read.
-FORMAT_VERSION = 2
-#: The versions the readers accept.
-FORMATS_READ = (1, 2)
-
-
 def record(sessions: list[str], old: str, new: str, settings: Settings,
            judgements: list[Judgement], plan: dict | None = None) -> dict:
-    """What ``commcheck upgrade`` writes and the report's upgrade section reads; ``plan``: how
-    the pairs were run (the looks, the budget), where they were run in stages."""
-    return {'format_version': FORMAT_VERSION, 'kind': 'upgrade', 'sessions': sessions,
-            'old': old, 'new': new, 'settings': dataclasses.asdict(settings),
-            'plan': plan, 'counts': gate.counts(judgements),
-            'judgements': [j.as_dict() for j in judgements]}
+    """What ``commcheck upgrade`` writes and the report's upgrade section reads
+    (:class:`commcheck.results.upgraderecord.UpgradeRecord`); ``plan``: how the pairs were run
+    (the looks, the budget), where they were run in stages."""
+    return upgraderecord.UpgradeRecord(sessions, old, new, dataclasses.asdict(settings), plan,
+                                       gate.counts(judgements),
+                                       [j.as_dict() for j in judgements]).as_dict()

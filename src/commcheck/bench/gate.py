@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,9 @@ STENCIL_VARIABLES = {'time': 's', 'floor_time': 's'}
 ITERS = 400
 #: Launches a side each judged session is judged at (its first n).
 PER_SIDE = (5, 6, 8, 10, 12)
+#: Of the launches ``bench gate --json`` writes (its own record; 2 as when it shared the gate's
+#: number).
+FORMAT_VERSION = 2
 #: Clean sessions before a judged one that make its baseline.
 BASELINE_SESSIONS = 3
 #: The slowdowns planted for the power (a fraction: 20 %, 10 %, 5 %).
@@ -438,23 +442,27 @@ def recorded(path: Path) -> tuple[list[dict], str, list[str], float, float]:
     return sessions, binding, stack_ids, (sessions[-1]['ended'] - sessions[0]['started']) / 60, gap
 
 
-def main(args) -> int:
+def main(args, sequential: Callable[[list[dict], int], Table]) -> int:
+    """The benchmark (``--rejudge``: on recorded launches); ``sequential``: the table of the
+    gate with launches until decided on the same sessions
+    (:func:`commcheck.bench.gate_sequential.evaluated`, given by the command, which imports
+    this module)."""
     if args.rejudge:
         path, = args.rejudge
         sessions, binding, stack_ids, minutes, args.gap = recorded(path)
         args.launches = min(len(pool) for s in sessions for pool in s['launches'].values())
         console.print(f're-judging {path}: recorded '
                       f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}')
-        return report(args, sessions, binding, stack_ids, minutes, write=False)
+        return report(args, sessions, binding, stack_ids, minutes, sequential, write=False)
     stacks, binding = _stacks(args)
     started = time.time()
     sessions = record_sessions(args, stacks, binding)
     return report(args, sessions, binding, [s.id for s in stacks],
-                  (time.time() - started) / 60, write=True)
+                  (time.time() - started) / 60, sequential, write=True)
 
 
 def report(args, sessions: list[dict], binding: str, stack_ids: list[str], minutes: float,
-           write: bool) -> int:
+           sequential: Callable[[list[dict], int], Table], write: bool) -> int:
     """The tables of every rule over the sessions; the launches written when just recorded."""
     per_sides = [n for n in PER_SIDE if n <= args.launches] or [args.launches]
     evaluated = {n: evaluate(sessions, n) for n in per_sides}
@@ -463,8 +471,7 @@ def report(args, sessions: list[dict], binding: str, stack_ids: list[str], minut
     for kind in (SLOWED, DEGRADED):
         if any(ev[kind] for ev in evaluated.values()):
             console.print(verdicts_table(evaluated, kind, sessions))
-    from commcheck.bench import gate_sequential
-    console.print(gate_sequential.table(gate_sequential.evaluate(sessions, args.launches)))
+    console.print(sequential(sessions, args.launches))
     console.print(f'{len(sessions)} sessions of {args.launches} launches per stack '
                   f'({", ".join(stack_ids)}, binding {binding}), {args.gap:.0f} s apart, '
                   f'in {minutes:.1f} min; launches a side for 95 % power '
@@ -473,7 +480,7 @@ def report(args, sessions: list[dict], binding: str, stack_ids: list[str], minut
         return 0
     out = args.json or paths.REPORTS_DIR / 'bench' / f'gate-{time.strftime("%Y%m%dT%H%M%S")}.json'
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({'format_version': gate.FORMAT_VERSION, 'sizes': SIZES,
+    out.write_text(json.dumps({'format_version': FORMAT_VERSION, 'sizes': SIZES,
                                'iters': ITERS, 'gap_s': args.gap, 'binding': binding,
                                'sessions': sessions}, indent=1) + '\n')
     console.print(f'commcheck: wrote the launches to {out}')

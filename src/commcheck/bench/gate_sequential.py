@@ -66,3 +66,8 @@ def table(evaluated: dict) -> Table:
         out.add_row(name, f'{sum(r["fail"] for r in results)}/{len(results)}',
                     f'{statistics.median(used):g} / {max(used)}')
     return out
+
+
+def evaluated(sessions: list[dict], launches: int) -> Table:
+    """The table of :func:`evaluate` (what ``bench gate`` prints after its fixed counts)."""
+    return table(evaluate(sessions, launches))

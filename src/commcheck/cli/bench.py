@@ -135,11 +135,11 @@ def cmd_bench(args) -> int:
     if args.stack:
         check_stack(args)
     if args.what == 'gate':
-        from commcheck.bench import gate
+        from commcheck.bench import gate, gate_sequential
         if args.rejudge and len(args.rejudge) > 1:
             raise UserError(f'--rejudge: bench gate judges one record, not '
                             f'{len(args.rejudge)}')
-        return gate.main(args)
+        return gate.main(args, gate_sequential.evaluated)
     if args.what == 'upgrade':
         from commcheck.bench import upgrade
         return upgrade.main(args)

@@ -3,7 +3,6 @@ as text, its JSON and its exit code. The rule is :mod:`commcheck.analysis.gate`'
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from commcheck.analysis import gate, junit, trend
 from commcheck.cli import options
 from commcheck.cli.selection import describe, history, keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
-from commcheck.results import baselinefile, store
+from commcheck.results import baselinefile, gaterecord, store
 from commcheck.results.store import HistoryError
 
 # A terminal's own width; in a CI log or a pipe, wide enough that rows stay one line.
@@ -50,15 +49,11 @@ def add_parsers(sub) -> None:
     comp.add_argument('--min-samples', type=options.positive_int,
                       help='launches a side below which nothing is computed '
                            f'(default {Settings.min_samples})')
-    comp.add_argument('--fail-on-machine-change', action='store_true',
-                      help='exit 1 when the hardware floor moved too (a site that wants to '
-                           'catch a bad node)')
-    options.add_all(comp)
-    comp.add_argument('--json', type=options.output_file,
-                      help='write the comparison here (default: reports/gate/<session>.json)')
-    comp.add_argument('--junit', type=options.output_file, metavar='FILE',
-                      help='also write the verdicts as JUnit XML (one test case per judged '
-                           'variable; failures are the verdicts that exit 1)')
+    options.add_verdict_outputs(
+        comp, 'exit 1 when the hardware floor moved too (a site that wants to catch a bad node)',
+        'write the comparison here (default: reports/gate/<session>.json)',
+        'also write the verdicts as JUnit XML (one test case per judged variable; failures are '
+        'the verdicts that exit 1)')
     comp.set_defaults(func=cmd_compare)
 
 
@@ -67,7 +62,8 @@ def cmd_compare(args) -> int:
         raise UserError('--environ OLD and --against NEW go together')
     if not args.json:
         reports_dir_usable('the comparison (reports/gate/)')
-        problem = options.path_problem(paths.REPORTS_DIR / 'gate', 'directory', parents=True)
+        problem = options.path_problem(paths.REPORTS_DIR / gaterecord.DIRECTORY, 'directory',
+                                     parents=True)
         if problem:
             raise UserError(f'{problem} (where the comparison is written; or give --json)')
     with history(args) as stored:
@@ -296,14 +292,12 @@ def _compare(args, db) -> int:
     _what_changed(comparisons)
     console.print('  '.join(f'{v}: {n}' for v, n in counts.items() if n))
     _explain(comparisons, settings)
-    out = args.json or paths.REPORTS_DIR / 'gate' / f'{judged_sessions[-1].uuid}.json'
-    record = {'format_version': gate.FORMAT_VERSION,
-              'sessions': [s.uuid for s in judged_sessions], 'against': against,
-              'settings': {**vars(settings), 'fail_on_machine_change': fail_on_machine},
-              'counts': counts,
-              'comparisons': [{**c.as_dict(), 'since': since.get(c.key)} for c in comparisons]}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1, default=str) + '\n')
+    out = gaterecord.write(
+        args.json or gaterecord.path_of(paths.REPORTS_DIR, judged_sessions[-1].uuid),
+        gaterecord.GateRecord(
+            [s.uuid for s in judged_sessions], against,
+            {**vars(settings), 'fail_on_machine_change': fail_on_machine}, counts,
+            [{**c.as_dict(), 'since': since.get(c.key)} for c in comparisons]).as_dict())
     console.print(f'commcheck: wrote {out}')
     if args.junit:
         junit.write(args.junit, comparisons, f'{label} against {against}', fail_on_machine)

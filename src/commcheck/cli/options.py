@@ -14,7 +14,7 @@ import re
 import typing
 from pathlib import Path
 
-from commcheck import paths
+from commcheck import dburl, paths
 from commcheck.errors import EXIT_CODES, EXIT_USAGE, UserError
 
 #: The epilog of every ``--help``: the exit codes every command shares.
@@ -256,9 +256,8 @@ def existing_file(text: str) -> Path:
 def history_db(text: str) -> Path | str:
     """``--db``: a ReFrame results database file to read, or the shared store's
     ``postgresql://`` URL (which never carries a password)."""
-    from commcheck.results import source
-    if source.is_url(text.strip()):
-        problem = source.password_problem(text.strip(), 'refused')
+    if dburl.is_url(text.strip()):
+        problem = dburl.password_problem(text.strip(), 'refused')
         if problem:
             raise argparse.ArgumentTypeError(problem)
         return text.strip()
@@ -270,8 +269,7 @@ history_db.__name__ = 'results database or postgresql:// URL'
 
 def store_url(text: str) -> str:
     """A shared store's ``postgresql://`` URL, without a password."""
-    from commcheck.results import source
-    if not source.is_url(text.strip()):
+    if not dburl.is_url(text.strip()):
         raise argparse.ArgumentTypeError(f'{text!r} is not a postgresql:// URL')
     return history_db(text)
 
@@ -303,6 +301,16 @@ def add_selection(p, what: str) -> None:
 
 def add_all(p) -> None:
     p.add_argument('--all', action='store_true', help='every variable, not only key ones')
+
+
+def add_verdict_outputs(p, machine: str, record: str, junit: str) -> None:
+    """The options of a command that gives verdicts (``compare``, ``upgrade``), in this order:
+    ``--fail-on-machine-change``, ``--all``, ``--json`` (its record) and ``--junit``; each help
+    text the command's own."""
+    p.add_argument('--fail-on-machine-change', action='store_true', help=machine)
+    add_all(p)
+    p.add_argument('--json', type=output_file, help=record)
+    p.add_argument('--junit', type=output_file, metavar='FILE', help=junit)
 
 
 def add_site(p) -> None:

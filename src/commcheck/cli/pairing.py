@@ -133,7 +133,7 @@ def run_stage(args, run_: Run, repeat: int, tests: list[str] | None) -> int | No
 
 
 def load(run_: Run, db_path, wanted) -> list[store.Session]:
-    db = source.LocalHistory(db_path or paths.RESULTS_DB)
+    db = source.open_history(db_path or paths.RESULTS_DB)
     chosen = db.choose(uuids=run_.sessions)
     return db.load(chosen, store.warn_stderr, cases=True, wanted=wanted)
 

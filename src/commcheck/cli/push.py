@@ -44,28 +44,15 @@ def site_name(args) -> str:
     return Path(given).stem if given.endswith(('.yaml', '.yml')) or '/' in given else given
 
 
-def store_of(args, explicit: str | None = None) -> str | None:
-    """The store's address (``--db``, ``COMMCHECK_HISTORY``, the site file's ``history:``),
-    None when none is named; the site file is read only when the first two are unset."""
-    from commcheck.results import pgstore
-    history = None
-    if not explicit and not dburl.from_environment() and site_name(args) != 'local':
-        history = options.load_site(args).history
-    found = pgstore.store_address(explicit, history)
-    return found[0] if found else None
-
-
-def store_for_run(site) -> str | None:
-    """The store ``commcheck run`` pushes to (``COMMCHECK_HISTORY``, else the site's
-    ``history:``), None when none is named."""
-    from commcheck.results import pgstore
-    found = pgstore.store_address(None, site.history)
-    return found[0] if found else None
+def site_history(args):
+    """What reads the ``history:`` of the site ``--site`` (else ``COMMCHECK_SITE``) names, for
+    :func:`commcheck.results.pgstore.store_address` (the local site has none)."""
+    return lambda: options.load_site(args).history if site_name(args) != 'local' else None
 
 
 def cmd_push(args) -> int:
     from commcheck.results import pgstore
-    address = store_of(args, args.db)
+    address = pgstore.store_address(args.db, site_history(args))
     if address is None:
         raise UserError(f'no history store named: give --db ADDRESS, set {dburl.ENV}, or '
                         f'history: in the site file (docs/shared-history.md)')

@@ -124,7 +124,9 @@ def _setup(args):
     if found:
         raise UserError(found[0] + (f' (and {len(found) - 1} more: commcheck preflight)'
                                     if len(found) > 1 else ''))
-    args.history = push.store_for_run(site)     # a password in it: refused before the run
+    from commcheck.results import pgstore
+    # the store it pushes to, resolved as every command resolves it (a password: refused now)
+    args.history = pgstore.store_address(None, lambda: site.history)
     lock = runstate.RunLock(paths.STATE_DIR)
     lock.acquire(sys.argv)
     return site, lock
@@ -173,7 +175,7 @@ def stored():
     """The results database, opened once for the run's report and its push; None when there
     is none (the report then says it has no history, and nothing is pushed)."""
     from commcheck.results import source
-    return source.LocalHistory(paths.RESULTS_DB) if paths.RESULTS_DB.exists() else None
+    return source.open_history(paths.RESULTS_DB) if paths.RESULTS_DB.exists() else None
 
 
 def cmd_run(args) -> int:

@@ -19,7 +19,6 @@ each test case judged at its looks and stopped when decided, within ``--max-pair
 
 from __future__ import annotations
 
-import json
 import math
 
 from rich.markup import escape
@@ -31,7 +30,7 @@ from commcheck.analysis import gate, junit, paired
 from commcheck.cli import compare, options, pairing
 from commcheck.cli.selection import keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
-from commcheck.results import source, store
+from commcheck.results import source, store, upgraderecord
 
 console = textconsole.make()
 #: ReFrame options commcheck upgrade sets itself (what the pairs need), with what to use.
@@ -61,14 +60,11 @@ def add_parsers(sub) -> None:
     up.add_argument('--alpha', type=options.fraction,
                     help=f'family-wise false-alarm rate over every variable and look '
                          f'(default {paired.Settings.alpha})')
-    up.add_argument('--fail-on-machine-change', action='store_true',
-                    help='exit 1 when most pairs saw the machine change (or the floor moved)')
-    options.add_all(up)
-    up.add_argument('--json', type=options.output_file,
-                    help='write the judgement here (default: reports/upgrade/<session>.json)')
-    up.add_argument('--junit', type=options.output_file, metavar='FILE',
-                    help='also write the verdicts as JUnit XML (one test case per variable; '
-                         'with --accept the margin and the bound reached)')
+    options.add_verdict_outputs(
+        up, 'exit 1 when most pairs saw the machine change (or the floor moved)',
+        'write the judgement here (default: reports/upgrade/<session>.json)',
+        'also write the verdicts as JUnit XML (one test case per variable; with --accept the '
+        'margin and the bound reached)')
     up.add_argument('reframe_args', nargs='*', help='passed to reframe (after --), e.g. '
                                                     '-n PingPong')
     up.set_defaults(func=cmd_upgrade)
@@ -172,7 +168,7 @@ def cmd_upgrade(args) -> int:
 
 def _report(args, run_report) -> None:
     from commcheck.report import entry
-    db = source.LocalHistory(args.db or paths.RESULTS_DB)
+    db = source.open_history(args.db or paths.RESULTS_DB)
     # the database judged is the report's history, opened once (--db: another one's)
     out = entry.report_of_run(run_report, paths.REPORTS_DIR, paths.RESULTS_DB if args.db else db)
     if out:
@@ -181,7 +177,7 @@ def _report(args, run_report) -> None:
 
 def _stored(args, old: str, new: str, settings: paired.Settings) -> int:
     """Judges stored sessions' pairs, pooled, as one look at all of alpha."""
-    db = source.LocalHistory(args.db or paths.RESULTS_DB)
+    db = source.open_history(args.db or paths.RESULTS_DB)
     try:
         chosen = db.choose(uuids=args.session)
         sessions = db.load(chosen, store.warn_stderr, cases=False, wanted=wanted(args.all))
@@ -189,7 +185,7 @@ def _stored(args, old: str, new: str, settings: paired.Settings) -> int:
         raise no_match(args.db or paths.RESULTS_DB, err, 'the session') from None
     if not sessions:
         raise no_match(args.db or paths.RESULTS_DB,
-                       store.HistoryError(f'{db.path}: no readable stored session to judge'),
+                       store.HistoryError(f'{db.where}: no readable stored session to judge'),
                        'the session')
     samples = [s for sess in sessions for s in sess.samples if keep(s, args.all)]
     judged = paired.compare(samples, old, new, settings)
@@ -206,10 +202,8 @@ def _conclude(args, sessions: list[str], old: str, new: str, settings: paired.Se
     """The verdicts shown and written (JSON, JUnit); the exit code."""
     show(judged, f'commcheck upgrade: {new} against {old}, paired launches, session(s) '
                  f'{", ".join(sessions)}', settings, plan)
-    record = paired.record(sessions, old, new, settings, judged, plan)
-    out = args.json or paths.REPORTS_DIR / 'upgrade' / f'{sessions[-1]}.json'
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1, default=str) + '\n')
+    out = upgraderecord.write(args.json or upgraderecord.path_of(paths.REPORTS_DIR, sessions[-1]),
+                              paired.record(sessions, old, new, settings, judged, plan))
     console.print(f'commcheck: wrote {out}')
     if args.junit:
         junit.write(args.junit, judged, f'{new} against {old}, sessions {", ".join(sessions)}',

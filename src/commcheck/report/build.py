@@ -27,7 +27,7 @@ from commcheck.report.model import Measurements, cases_of, environments
 from commcheck.report.plots import Plotter
 from commcheck.report.sections import SECTIONS
 from commcheck.results import store
-from commcheck.results.source import HistoryUnavailable
+from commcheck.results.history import HistoryUnavailable
 from commcheck.results.store import Session, Warn
 
 
@@ -157,7 +157,7 @@ def write_report(sessions: list[Session], out_root: Path, *,
         sessions=sessions, cases=cases,
         values=Measurements(s for sess in sessions for s in sess.samples),
         environments=envs, gate=gate if isinstance(gate, dict) else None,
-        history=inputs.as_history(history_sessions),
+        history=inputs.shown_history(history_sessions),
         baselines=inputs.load_baselines(systems, note), plots=Plotter(out_dir, envs), warn=note,
         upgrade=upgrade if isinstance(upgrade, dict) else None)
     built = _build_sections(ctx)

@@ -1,6 +1,6 @@
 """The two ways the command line asks for a report: of the session ``commcheck run`` just ran
 (its run report), and of stored sessions (``commcheck report [SESSION...]``). Both take the
-stored sessions as history and the gate's JSON (``<reports>/gate/<uuid>.json``) when there is one.
+stored sessions as history and the gate's record (``<reports>/gate/<uuid>.json``) when there is one.
 """
 
 from __future__ import annotations
@@ -8,24 +8,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from commcheck.report.build import write_report
-from commcheck.report.inputs import load_gate, load_run_report, load_upgrade, stored_history
-from commcheck.results import source, store
+from commcheck.report.inputs import load_run_report, stored_history
+from commcheck.results import gaterecord, source, store, upgraderecord
 from commcheck.results.store import HistoryError, Session, Warn
 
 
-def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn, kind: str = 'gate',
-                load=load_gate) -> dict | None:
-    """``commcheck compare`` writes its JSON under the newest judged session's uuid (in
-    ``gate/``; ``commcheck upgrade`` in ``upgrade/``, read with ``load_upgrade``)."""
+def gate_record(sessions: list[Session], reports_dir: Path, warn: Warn, model=gaterecord
+                ) -> dict | None:
+    """``commcheck compare`` writes its record under the newest judged session's uuid
+    (:func:`commcheck.results.gaterecord.path_of`; ``commcheck upgrade`` its own,
+    :mod:`commcheck.results.upgraderecord`)."""
     for session in reversed(sessions):
-        record = load(Path(reports_dir) / kind / f'{session.uuid}.json', warn)
+        record = model.load(model.path_of(reports_dir, session.uuid), warn)
         if record is not None:
             return record
     return None
 
 
 def upgrade_record(sessions: list[Session], reports_dir: Path, warn: Warn) -> dict | None:
-    return gate_record(sessions, reports_dir, warn, 'upgrade', load_upgrade)
+    return gate_record(sessions, reports_dir, warn, upgraderecord)
 
 
 class _Collect:
@@ -43,7 +44,7 @@ def report_of_run(run_report: Path, reports_dir: Path, db,
                   warn: Warn = store.warn_stderr) -> Path | None:
     """The report of a run report's session; a damaged run report gives what it holds, an
     unreadable one the newest stored session (said so). None only when nothing can be read.
-    ``db``: the history (a source, or a results database's path), opened once."""
+    ``db``: the history (an open one, or a results database's path), opened once."""
     warn = _Collect(warn)
     session = load_run_report(run_report, warn)
     history = None
@@ -62,9 +63,10 @@ def report_of_run(run_report: Path, reports_dir: Path, db,
 
 
 def _opened(db, warn: Warn):
-    """The history source of ``db`` (a source as is, a path opened), or None, said so."""
+    """The history of ``db`` (:func:`commcheck.results.source.open_history`), or None, said
+    so."""
     try:
-        return source.as_history(db, warn)
+        return source.open_history(db, warn)
     except HistoryError as err:
         warn(f'{err}; the report has no history')
         return None
@@ -98,7 +100,7 @@ def report_of_stored(db, wanted: list[str], out_root: Path, reports_dir: Path,
     history source, or a results database's path). A prefix that matches no session is a
     warning; HistoryError when no session at all is left to report on."""
     warn = _Collect(warn)
-    stored = source.as_history(db, warn)
+    stored = source.open_history(db, warn)
     picked: dict[str, store.Stored] = {}
     for want in wanted:
         try:

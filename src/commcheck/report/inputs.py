@@ -1,5 +1,7 @@
 """Reading what a report is made of, never failing: a run report (salvaged if truncated), the
-gate's JSON, the baseline file. Each problem is one warning; what can be read is returned.
+gate's and the upgrade's records (:mod:`commcheck.results.gaterecord`,
+:mod:`commcheck.results.upgraderecord`), the baseline file. Each problem is one warning; what
+can be read is returned.
 """
 
 from __future__ import annotations
@@ -8,9 +10,9 @@ import json
 from pathlib import Path
 
 from commcheck import paths
-from commcheck.analysis import paired, trend
-from commcheck.results import baselinefile, store
-from commcheck.results.source import HistoryUnavailable
+from commcheck.analysis import trend
+from commcheck.results import baselinefile, gaterecord, store, upgraderecord
+from commcheck.results.history import HistoryUnavailable
 from commcheck.results.store import HistoryError, Session, Warn
 
 
@@ -70,48 +72,9 @@ def load_run_report(path: str | Path, warn: Warn) -> Session | None:
     return session
 
 
-GATE_FIELDS = ('sessions', 'comparisons')
-
-
-def _load_record(path: str | Path, warn: Warn, what: str, command: str, rows: str,
-                 shown: str, kind: str | None = None) -> dict | None:
-    """A JSON record a command wrote (``sessions`` and a list ``rows``; ``kind`` where it
-    says one), or None: absent silently, unreadable or another thing with a warning."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        warn(f'{path}: not a readable {what} record ({err}); no {shown}')
-        return None
-    if not (isinstance(record, dict) and isinstance(record.get('sessions'), list)
-            and isinstance(record.get(rows), list)
-            and (kind is None or record.get('kind') == kind)):
-        article = 'an' if what[0] in 'aeiou' else 'a'
-        warn(f'{path}: not {article} {what} record of `{command}` (no sessions/{rows}); '
-             f'no {shown}')
-        return None
-    return record
-
-
-def load_gate(path: str | Path, warn: Warn) -> dict | None:
-    """A gate JSON written by ``commcheck compare``, or None (absent: silently; bad: warned)."""
-    return _load_record(path, warn, 'gate', 'commcheck compare', 'comparisons',
-                        'regression table')
-
-
-def load_upgrade(path: str | Path, warn: Warn) -> dict | None:
-    """An upgrade JSON written by ``commcheck upgrade``, or None (absent: silently; bad:
-    warned). Its format versions 1 (before the floor's slope, the acceptance and the looks)
-    and 2 are read; another is warned about."""
-    record = _load_record(path, warn, 'upgrade', 'commcheck upgrade', 'judgements',
-                          'upgrade section', kind='upgrade')
-    if record is not None and record.get('format_version') not in paired.FORMATS_READ:
-        warn(f'{path}: upgrade record of format {record.get("format_version")!r}, this '
-             f'commcheck reads {", ".join(map(str, paired.FORMATS_READ))}; no upgrade section')
-        return None
-    return record
+#: The gate's and the upgrade's records, read through their models' readers.
+load_gate = gaterecord.load
+load_upgrade = upgraderecord.load
 
 
 def load_baselines(systems: list[str], warn: Warn) -> dict[str, baselinefile.BaselineFile]:
@@ -197,7 +160,7 @@ class StoredHistory:
         self.close()
 
 
-def as_history(stored) -> SessionsHistory | StoredHistory:
+def shown_history(stored) -> SessionsHistory | StoredHistory:
     """The history a report shows: a :class:`StoredHistory`, or sessions in memory."""
     if isinstance(stored, (SessionsHistory, StoredHistory)):
         return stored
@@ -207,7 +170,7 @@ def as_history(stored) -> SessionsHistory | StoredHistory:
 def stored_history(history, warn: Warn) -> SessionsHistory | StoredHistory:
     """The stored sessions' history through the source's series; none (warned) if
     unreadable. A shared store that cannot be reached is not "no history": it stops the
-    report (:class:`commcheck.results.source.HistoryUnavailable`)."""
+    report (:class:`commcheck.results.history.HistoryUnavailable`)."""
     try:
         return StoredHistory(history, history.series(warn=warn))
     except HistoryUnavailable:

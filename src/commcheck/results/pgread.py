@@ -1,5 +1,5 @@
 """Reading the shared PostgreSQL store (:mod:`commcheck.results.pgstore` writes it): the same
-interface as a local results database (:class:`commcheck.results.source.LocalHistory`), so
+interface as a local results database (:class:`commcheck.results.history.History`), so
 ``baseline``, ``compare``, ``history``, ``report`` and ``sessions`` read either alike.
 
 - The listing and the records (``stored``, ``resolve``, ``choose``, ``records``, ``load``) come
@@ -14,7 +14,7 @@ interface as a local results database (:class:`commcheck.results.source.LocalHis
   one: one warning naming the session, the others read); a measurement that is not a finite
   number, or a provenance that is not an object, is skipped with a warning naming its session.
 - The store unreachable, or lost in the middle of a read:
-  :class:`commcheck.results.source.HistoryUnavailable`, one line, the address without a
+  :class:`commcheck.results.history.HistoryUnavailable`, one line, the address without a
   password; never a verdict on what was read before.
 """
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from commcheck import dburl, experiments
 from commcheck.results import pgstore
+from commcheck.results.history import HistoryUnavailable, Listed
 from commcheck.results.sample_index import Indexed
-from commcheck.results.source import HistoryUnavailable, Listed
 from commcheck.results.store import (
     Connected,
     HistoryError,
@@ -85,7 +85,8 @@ def _finite(value) -> bool:
 
 class StoreSeries(Connected):
     """The per-launch series of the store (``commcheck.measurements``), through the snapshot
-    of the command: the interface of :class:`commcheck.results.sample_index.SampleIndex`."""
+    of the command: its :class:`commcheck.results.history.Series`."""
+    warn: Warn
 
     def __init__(self, history: StoreHistory, conn, owned: bool):
         self.history, self.conn, self.owned = history, conn, owned
@@ -174,7 +175,8 @@ class StoreSeries(Connected):
 
 
 class StoreHistory(Connected, Listing):
-    """The shared store as a history source, read in one snapshot (see the module)."""
+    """The shared store as a :class:`commcheck.results.history.History`, read in one snapshot
+    (see the module)."""
 
     def __init__(self, address: str, warn: Warn = warn_stderr):
         import psycopg

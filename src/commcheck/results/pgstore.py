@@ -159,19 +159,39 @@ class StoreRefused(UserError):
 
 
 # -- where the store is ---------------------------------------------------------------------
-def store_address(explicit: str | None = None, site_history: str | None = None
-                  ) -> tuple[str, str] | None:
-    """(address, where it was set) of the store: ``--db``, else ``COMMCHECK_HISTORY``, else
-    the site file's ``history:``; None when none is set. An address with a password is
-    refused (:class:`StoreRefused`, the password not printed)."""
-    for value, where in ((explicit, '--db'), (dburl.from_environment(), dburl.ENV),
-                         (site_history, 'history: of the site file')):
+def store_address(explicit: str | None = None,
+                  site_history: str | Callable[[], str | None] | None = None) -> str | None:
+    """The store's address, resolved once for ``push``, ``run`` and the readers alike: the
+    option (``--db``), else the environment (``COMMCHECK_HISTORY``), else the site file's
+    ``history:``; None when none is set. ``site_history``: that ``history:`` or what reads
+    it, read only when the first two are unset (default: the site file ``COMMCHECK_SITE``
+    names, :func:`site_file_history`). An address with a password is refused
+    (:class:`StoreRefused`, the password not printed)."""
+    def site() -> str | None:
+        found = site_file_history if site_history is None else site_history
+        return found() if callable(found) else found
+    for value, where in ((lambda: explicit, '--db'), (dburl.from_environment, dburl.ENV),
+                         (site, 'history: of the site file')):
+        value = value()
         if value and value.strip():
             problem = dburl.password_problem(value.strip(), where)
             if problem:
                 raise StoreRefused(problem)
-            return value.strip(), where
+            return value.strip()
     return None
+
+
+def site_file_history() -> str | None:
+    """The ``history:`` of the site file ``COMMCHECK_SITE`` names (the local site, discovered,
+    has none: nothing is discovered to answer this)."""
+    name = os.environ.get('COMMCHECK_SITE', '').strip()
+    if not name or name == 'local':
+        return None
+    from commcheck.site import SiteError, sitefile
+    try:
+        return sitefile.load_named(name).history
+    except SiteError as err:
+        raise SiteError(f'COMMCHECK_SITE={name}: {err}') from None
 
 
 # -- connecting -----------------------------------------------------------------------------

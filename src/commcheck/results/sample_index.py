@@ -87,7 +87,9 @@ def index_path(db: str | Path) -> Path:
 
 
 class SampleIndex(Connected):
-    """The index of one results database, opened and brought up to date by :func:`open_index`."""
+    """The index of one results database, opened and brought up to date by :func:`open_index`:
+    the results database's :class:`commcheck.results.history.Series`."""
+    warn: Warn
 
     def __init__(self, db: ResultsDB, path: Path, warn: Warn):
         self.db, self.path, self.warn = db, path, warn

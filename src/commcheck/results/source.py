@@ -1,36 +1,22 @@
-"""Where a command reads the stored history from: ReFrame's results database (a SQLite file,
-with its derived sample index) or the site's shared PostgreSQL store
-(:mod:`commcheck.results.pgread`). Both answer the same small interface, so the commands and
-the report never branch on the backend; each command opens its history once
-(:func:`open_history`) and closes it when done.
-
-A history source gives (:class:`commcheck.results.store.Listing`):
-
-- ``stored(since, until, cluster)``, ``resolve(prefix)``, ``choose(...)``: the listing, no
-  record decoded;
-- ``records(uuids)``, ``load(chosen, ...)``: the chosen sessions' records, decoded and
-  validated (a damaged one: a warning naming the session, the others read);
-- ``series(only)``: the per-launch reader (``sessions``, ``keys``, ``launches``,
-  ``reopened``, ``close``) that ``history`` and the report's history section stream from; the
-  sample index here, the store's measurements table there; ``has_series()`` says whether it
-  can be read without building anything (``compare`` never builds the index);
-- ``with_check(check, system, partition, environ)``: the sessions that ran a check there;
-- ``listing(cluster)``: one :class:`Listed` a session, for ``commcheck sessions``;
-- ``where``: what names it in a message (a URL never with a password).
+"""Opening the one History (:mod:`commcheck.results.history` declares it): ReFrame's results
+database (a SQLite file, with its derived sample index), a ReFrame run report (read through a
+results database made for it), or the site's shared PostgreSQL store
+(:mod:`commcheck.results.pgread`). Every command and the report open theirs with
+:func:`open_history`, once, and close it when done.
 """
 
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
-from commcheck.results import sample_index
+from commcheck.results import pgread, pgstore, sample_index
 from commcheck.results.archive import copy_in, open_archive
+from commcheck.results.history import History, HistoryUnavailable, Listed, is_url
 from commcheck.results.store import (
     HistoryError,
     ResultsDB,
@@ -40,36 +26,16 @@ from commcheck.results.store import (
     warn_stderr,
 )
 
+__all__ = ['HistoryUnavailable', 'Listed', 'LocalHistory', 'configured', 'from_run_report',
+           'is_run_report', 'open_history']
+
 #: The host ReFrame ran on, in the head of a session's record (``session_info.hostname``)
 HOSTNAME = re.compile(r'"hostname": "([^"]*)"')
-#: How a URL of the shared store begins (``--db`` and the configuration take one).
-URL_SCHEMES = ('postgresql://', 'postgres://')
-
-
-@dataclasses.dataclass(frozen=True)
-class Listed:
-    """A stored session as ``commcheck sessions`` lists it."""
-    uuid: str
-    time_start: float
-    site: str                   # '' where the source does not record it (a local file)
-    cluster: str                # the ReFrame system its test cases ran on
-    host: str                   # where ReFrame ran (session_info.hostname)
-    cases: int                  # test cases recorded
-
-
-def is_url(given) -> bool:
-    return isinstance(given, str) and given.strip().lower().startswith(URL_SCHEMES)
-
-
-def password_problem(text: str, where: str) -> str | None:
-    """The refusal of a store address that carries a password, or None."""
-    from commcheck import dburl
-    return dburl.password_problem(text, where)
 
 
 class LocalHistory(ResultsDB):
-    """ReFrame's results database as a history source; its series come from the sample
-    index, opened (and brought up to date) only when asked for."""
+    """ReFrame's results database as a :class:`commcheck.results.history.History`; its series
+    come from the sample index, opened (and brought up to date) only when asked for."""
 
     def __init__(self, path: str | Path, warn: Warn = warn_stderr):
         super().__init__(path)
@@ -126,39 +92,23 @@ class LocalHistory(ResultsDB):
         self.close()
 
 
-def site_history() -> str | None:
-    """The ``history:`` of the site file ``COMMCHECK_SITE`` names (the local site, discovered,
-    has none: nothing is discovered to answer this)."""
-    name = os.environ.get('COMMCHECK_SITE', '').strip()
-    if not name or name == 'local':
-        return None
-    from commcheck.site import SiteError, sitefile
-    try:
-        return sitefile.load_named(name).history
-    except SiteError as err:
-        raise SiteError(f'COMMCHECK_SITE={name}: {err}') from None
-
-
 def configured() -> str | None:
     """The shared store the site configured (``COMMCHECK_HISTORY``, else the site file's
-    ``history:``), or None: then the local results database is the history."""
-    from commcheck import dburl
-    history = None if dburl.from_environment() else site_history()
-    if not dburl.from_environment() and not history:
-        return None
-    from commcheck.results import pgstore
-    found = pgstore.store_address(None, history)
-    return found[0] if found else None
+    ``history:``: :func:`commcheck.results.pgstore.store_address`), or None: then the local
+    results database is the history."""
+    return pgstore.store_address()
 
 
-def open_history(given: str | Path | None = None, warn: Warn = warn_stderr,
-                 default: Path | None = None):
-    """The history a reader reads: ``given`` (``--db``: a results database file, or a
-    ``postgresql://`` URL), else the configured shared store, else ``default`` (the local
-    results database). A store that cannot be reached: :class:`HistoryUnavailable`."""
+def open_history(given=None, warn: Warn = warn_stderr, default: Path | None = None
+                 ) -> History:
+    """The history a reader reads: ``given`` (``--db``: a results database file, a ReFrame run
+    report, or a ``postgresql://`` URL; a history already open: as is), else the configured
+    shared store, else ``default`` (the local results database). A store that cannot be
+    reached: :class:`HistoryUnavailable`."""
+    if given is not None and not isinstance(given, (str, os.PathLike)):
+        return given
     url = str(given) if is_url(given) else None if given else configured()
     if url:
-        from commcheck.results import pgread
         return pgread.StoreHistory(url, warn)
     if given and is_run_report(Path(given)):
         return from_run_report(Path(given), warn)
@@ -200,15 +150,3 @@ def from_run_report(path: Path, warn: Warn = warn_stderr) -> LocalHistory:
     history = LocalHistory(scratch / 'results.db', warn)
     history.where = str(path)
     return history
-
-
-def as_history(given, warn: Warn = warn_stderr):
-    """A history source as is; a path: its local results database."""
-    if hasattr(given, 'listing'):
-        return given
-    return LocalHistory(given, warn)
-
-
-class HistoryUnavailable(HistoryError):
-    """The shared store cannot be read now (unreachable, refused, dropped mid-read): no verdict
-    is given on what was read before. The message never carries a password."""

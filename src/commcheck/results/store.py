@@ -264,10 +264,11 @@ class Connected:
 
 
 class Listing:
-    """What every history source shares (ReFrame's results database here, the shared store in
-    :mod:`commcheck.results.pgread`): choosing sessions from a listing and decoding only the
-    chosen ones' records. A source gives :meth:`stored`, :meth:`resolve`, :meth:`records` and
-    ``where`` (what names it in a message; a URL without its password)."""
+    """The part of :class:`commcheck.results.history.History` every history implements alike
+    (ReFrame's results database here, the shared store in :mod:`commcheck.results.pgread`):
+    choosing sessions from a listing and decoding only the chosen ones' records. A history
+    gives :meth:`stored`, :meth:`resolve`, :meth:`records` and ``where`` (what names it in a
+    message; a URL without its password); the rest of History is declared there."""
     where: str = ''
 
     def stored(self, since: float | None = None, until: float | None = None,

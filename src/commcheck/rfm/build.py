@@ -42,6 +42,7 @@ from commcheck import experiments, paths
 from commcheck.rfm import learned
 from commcheck.rfm.plugin import Plugin
 from commcheck.site import Stack, kbuild, spack_env
+from commcheck.site import vocabulary as vocab
 
 BUILD_TIME = re.compile(r'^BUILD (started|ended)=(\d+(?:\.\d+)?)', re.MULTILINE)
 
@@ -120,8 +121,8 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     @run_after('setup')
     def choose_build_path(self):
         extras = self.stack
-        self.backend = extras.get('build', 'cmake')
-        if 'c' not in extras['languages']:
+        self.backend = extras.get(vocab.BUILD, 'cmake')
+        if 'c' not in extras[vocab.LANGUAGES]:
             self._use_managed_only(extras)
         elif self.backend == 'spack':
             self._use_spack(extras)
@@ -129,23 +130,23 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             self._use_cmake(extras)
 
     def _use_cmake(self, extras):
-        fortran = 'ON' if 'fortran' in extras['languages'] else 'OFF'
+        fortran = 'ON' if 'fortran' in extras[vocab.LANGUAGES] else 'OFF'
         options = [f'-DCOMMCHECK_FORTRAN={fortran}', '-DCMAKE_BUILD_TYPE=Release']
         environ = self.current_environ
         # A learned environment's compilers are the ones its probe built MPI programs with.
-        cc, ftn = extras.get('mpi_cc') or environ.cc, extras.get('mpi_fc') or environ.ftn
+        cc, ftn = extras.get(vocab.MPI_CC) or environ.cc, extras.get(vocab.MPI_FC) or environ.ftn
         self.kernels_inputs = kbuild.build_inputs(
-            {'c': cc, 'fortran': ftn if fortran == 'ON' else ''}, extras['mpi'],
+            {'c': cc, 'fortran': ftn if fortran == 'ON' else ''}, extras[vocab.MPI],
             {k: os.path.expandvars(str(v)) for k, v in environ.env_vars.items()},
             [*options, *environ.cflags, *environ.fflags, *environ.ldflags])
-        self.kernels_key = kbuild.build_key(extras['stack'], self.kernels_inputs)
+        self.kernels_key = kbuild.build_key(extras[vocab.STACK], self.kernels_inputs)
         found = kbuild.stored(self.kernels_key)
         if found:
             self.kernels_build, self.reused_from = 'reused', str(found)
             self.sourcesdir = None
             self.build_system = 'CustomBuild'
             self.build_system.commands = [
-                f'echo "commcheck: kernels of {extras["stack"]} reused from {found}"']
+                f'echo "commcheck: kernels of {extras[vocab.STACK]} reused from {found}"']
             return
         self.kernels_build = 'built'
         self.sourcesdir = str(paths.KERNELS_SRC)
@@ -158,7 +159,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             # back in the stage: ReFrame before 4.8 leaves the build in its build directory
             f'cd {shlex.quote(self.stagedir)}',
             f'cmake --install build --prefix {self.local_prefix}',
-            f'{shlex.quote(extras["python_exe"])} -m commcheck.site.kbuild store '
+            f'{shlex.quote(extras[vocab.PYTHON_EXE])} -m commcheck.site.kbuild store '
             f'{self.local_prefix} {self.kernels_key} {INPUTS_FILE} '
             f'{shlex.quote(str(kbuild.cache_root()))}']
 
@@ -172,7 +173,7 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
     def _use_spack(self, extras):
         self.sourcesdir = None
         self.build_system = 'Spack'
-        self.build_system.environment = extras['spack_env']
+        self.build_system.environment = extras[vocab.SPACK_ENV]
         self.build_system.emit_load_cmds = False
         # The kernels only: OSU is installed on its own after them (write_spack_environment).
         self.build_system.install_opts = ['--fail-fast', spack_env.KERNELS_PACKAGE]
@@ -190,16 +191,16 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         wheel where it serves the stack, else built with its wrapper): build commands of this
         fixture's job, after the compiled kernels."""
         extras = self.stack
-        python, state = shlex.quote(extras['python_exe']), shlex.quote(str(paths.STATE_DIR))
+        python, state = shlex.quote(extras[vocab.PYTHON_EXE]), shlex.quote(str(paths.STATE_DIR))
         commands = []
-        if 'java' in extras['languages']:
+        if 'java' in extras[vocab.LANGUAGES]:
             commands.append(f'{python} -m commcheck.site.mpj {state} '
-                            f'{shlex.quote(extras["java_build"])}')
-        if 'python' in extras['languages']:
+                            f'{shlex.quote(extras[vocab.JAVA_BUILD])}')
+        if 'python' in extras[vocab.LANGUAGES]:
             commands.append(f'{python} -m commcheck.site.mpi4py_build '
-                            f'{shlex.quote(extras["mpi_cc"])} '
-                            f'{shlex.quote(str(extras["mpi_version"]))} '
-                            f'{shlex.quote(str(paths.CACHE_DIR))} {shlex.quote(extras["mpi"])}')
+                            f'{shlex.quote(extras[vocab.MPI_CC])} '
+                            f'{shlex.quote(str(extras[vocab.MPI_VERSION]))} '
+                            f'{shlex.quote(str(paths.CACHE_DIR))} {shlex.quote(extras[vocab.MPI])}')
         if self.backend == 'managed':
             self.build_system.commands = commands
         else:
@@ -217,17 +218,17 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
                           fresh))
         elif self.backend == 'spack':
             parts.append(('Spack environment', 'installed' if done else 'installing', True))
-        if 'python' in extras['languages']:
+        if 'python' in extras[vocab.LANGUAGES]:
             from commcheck.site import mpi4py_build
-            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
-                                            str(extras['mpi_version']))
+            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras[vocab.MPI_CC],
+                                            str(extras[vocab.MPI_VERSION]))
             made = (target / mpi4py_build.DONE).exists()
             fresh = getattr(self, '_mpi4py_fresh', not made)
             self._mpi4py_fresh = fresh
             how = mpi4py_build.build_info(target)['source'] if made else ''
             parts.append(('mpi4py', (how if fresh else f'{how}, reused') if made else
                           'building (the wheel, or from source: minutes)', fresh))
-        if 'java' in extras['languages']:
+        if 'java' in extras[vocab.LANGUAGES]:
             parts.append(('Java kernels', 'built' if done else 'building', True))
         return parts
 
@@ -278,10 +279,10 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
             return program, [], {}
         if language.feature == 'python':
             from commcheck.site import mpi4py_build
-            settings = mpi4py_build.kernel_settings(paths.CACHE_DIR, extras['mpi_cc'],
-                                                    str(extras['mpi_version']))
+            settings = mpi4py_build.kernel_settings(paths.CACHE_DIR, extras[vocab.MPI_CC],
+                                                    str(extras[vocab.MPI_VERSION]))
             script = str(paths.KERNELS_SRC / 'python' / program)
-            return extras['python_exe'], [script, *language.options], settings
+            return extras[vocab.PYTHON_EXE], [script, *language.options], settings
         return self.program(program), [], {}
 
     @run_before('compile')
@@ -306,18 +307,19 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         spack = spack_env.find_spack()
         if spack is None:
             raise spack_env.SpackSetupError(
-                f'{extras["stack"]} builds with Spack but no Spack is found: set SPACK_ROOT to a '
-                f'Spack checkout, or COMMCHECK_BUILD=cmake')
-        stack = Stack.model_validate(extras['declaration'])
-        settings = extras['spack_settings']
+                f'{extras[vocab.STACK]} builds with Spack but no Spack is found: set SPACK_ROOT '
+                f'to a Spack checkout, or COMMCHECK_BUILD=cmake')
+        stack = Stack.model_validate(extras[vocab.DECLARATION])
+        settings = extras[vocab.SPACK_SETTINGS]
         text = spack_env.stack_env_text(stack, spack_settings=settings,
-                                        view=extras['spack_view'], state_dir=str(paths.STATE_DIR))
-        env_dir = extras['spack_env']
+                                        view=extras[vocab.SPACK_VIEW],
+                                        state_dir=str(paths.STATE_DIR))
+        env_dir = extras[vocab.SPACK_ENV]
         spack_env.write_env(env_dir, text)
         self.prebuild_cmds = [f'export PATH={shlex.quote(os.path.dirname(spack))}:"$PATH"']
         osu = spack_env.osu_spec(settings)
         self.postbuild_cmds = spack_env.osu_install_commands(
-            env_dir, osu, extras['stack'],
+            env_dir, osu, extras[vocab.STACK],
             spack_env.mirror_problem(spack_env.mirror_of(settings), osu))
         state = str(paths.STATE_DIR / 'spack')
         if state not in _CONCRETIZED_FIRST:
@@ -348,10 +350,10 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         extras, found = self.stack, {}
         if self.kernels_build:
             found.update(kernels_build=self.kernels_build, kernels_key=self.kernels_key)
-        if 'python' in extras['languages']:
+        if 'python' in extras[vocab.LANGUAGES]:
             from commcheck.site import mpi4py_build
-            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
-                                            str(extras['mpi_version']))
+            target = mpi4py_build.stack_dir(paths.CACHE_DIR, extras[vocab.MPI_CC],
+                                            str(extras[vocab.MPI_VERSION]))
             if os.path.exists(os.path.join(target, mpi4py_build.DONE)):
                 found['mpi4py'] = mpi4py_build.build_info(target)['source']
         return found
@@ -365,17 +367,17 @@ class KernelsBuild(rfm.CompileOnlyRegressionTest):
         """Every program the checks may ask for exists: a partial build fails here, not later."""
         extras = self.stack
         wanted = [(self.program(p), f'{p} was not built: not in {self.prefix_dir}/bin')
-                  for p in experiments.compiled_programs(extras['languages'])]
-        if 'java' in extras['languages']:
+                  for p in experiments.compiled_programs(extras[vocab.LANGUAGES])]
+        if 'java' in extras[vocab.LANGUAGES]:
             from commcheck.site import mpj
-            jar = os.path.join(extras['java_build'], mpj.JAR_NAME)
+            jar = os.path.join(extras[vocab.JAVA_BUILD], mpj.JAR_NAME)
             wanted.append((jar, f'the Java kernels were not built: no {jar}'))
-        if 'python' in extras['languages']:
+        if 'python' in extras[vocab.LANGUAGES]:
             from commcheck.site import mpi4py_build
-            target = str(mpi4py_build.stack_dir(paths.CACHE_DIR, extras['mpi_cc'],
-                                                str(extras['mpi_version'])))
+            target = str(mpi4py_build.stack_dir(paths.CACHE_DIR, extras[vocab.MPI_CC],
+                                                str(extras[vocab.MPI_VERSION])))
             wanted.append((os.path.join(target, mpi4py_build.DONE),
-                           f'mpi4py was not built for {extras["stack"]} in {target}'))
+                           f'mpi4py was not built for {extras[vocab.STACK]} in {target}'))
         return sn.all(sn.assert_true(os.path.exists(path), msg=msg) for path, msg in wanted)
 
 
@@ -384,14 +386,14 @@ def osu_program(environ_extras: dict, name: str) -> str | None:
 
     With an OSU module, the bare name: the module is loaded in the job, which finds it on PATH.
     """
-    if environ_extras.get('osu_module'):
+    if environ_extras.get(vocab.OSU_MODULE):
         return name
     roots = []
-    if environ_extras.get('build') == 'spack' and not os.path.isfile(
-            spack_env.osu_failure_marker(environ_extras.get('spack_env') or '')):
-        roots.append(environ_extras['spack_view'])
-    if environ_extras.get('osu_root'):
-        roots.append(environ_extras['osu_root'])
+    if environ_extras.get(vocab.BUILD) == 'spack' and not os.path.isfile(
+            spack_env.osu_failure_marker(environ_extras.get(vocab.SPACK_ENV) or '')):
+        roots.append(environ_extras[vocab.SPACK_VIEW])
+    if environ_extras.get(vocab.OSU_ROOT):
+        roots.append(environ_extras[vocab.OSU_ROOT])
     for root in roots:
         found = sorted(glob.glob(os.path.join(root, '**', name), recursive=True))
         found = [f for f in found if os.access(f, os.X_OK) and not os.path.isdir(f)]

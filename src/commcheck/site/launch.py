@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from commcheck.site import flavours, mpj
+from commcheck.site import vocabulary as vocab
 
 
 def argv(env: dict, part: dict, ranks: int, per_node: int | None = None,
@@ -23,10 +24,10 @@ def argv(env: dict, part: dict, ranks: int, per_node: int | None = None,
         # started directly (starter.jar would swallow the exit code; see commcheck.site.mpj).
         return mpj.launch_prefix(env['mpj_home'], ranks,
                                  os.path.join(env['java_build'], mpj.JAR_NAME))
-    binding = part.get('binding', 'none')
-    if part.get('launcher') == 'srun':
+    binding = part.get(vocab.BINDING, 'none')
+    if part.get(vocab.LAUNCHER) == 'srun':
         cpu_bind = 'none' if oversubscribed or binding == 'none' else 'cores'
         return ['srun', f'--mpi={env["srun_mpi"]}', f'--cpu-bind={cpu_bind}']
-    spread = per_node if per_node and part.get('nodes', 1) > 1 else None
+    spread = per_node if per_node and part.get(vocab.NODES, 1) > 1 else None
     return record.launch_prefix(env['launcher'], ranks, binding=binding, per_node=spread,
                                 oversubscribe=oversubscribed)

@@ -13,6 +13,7 @@ import sys
 
 from commcheck import __version__, experiments, paths
 from commcheck.site import Partition, Site, Stack, env_flag
+from commcheck.site import vocabulary as vocab
 
 #: One perflog line per performance variable (``perflog_multiline``): the header never depends
 #: on which variables a test produced, so an aborted test cannot make ReFrame rotate the file.
@@ -49,24 +50,26 @@ def environment(site: Site, stack: Stack) -> dict:
     if stack.mpi.record.java:
         env['MPJ_HOME'] = where['mpj_home']
     extras = {
-        'stack': stack.id, 'compiler': stack.compiler.family,
-        'compiler_version': stack.compiler.version, 'mpi': stack.mpi.flavour,
-        'mpi_version': stack.mpi.version, 'build': stack.build,
-        'mpi_library': list(stack.mpi.expected_library),
-        'languages': list(stack.tested_languages), 'has_fortran': stack.has_fortran,
-        'launcher': stack.mpi.launcher_command, 'srun_mpi': stack.mpi.srun_mpi or
-        stack.mpi.record.srun_mpi, 'mpi_cc': stack.mpi.c_wrapper or '',
-        'mpi_prefix': stack.mpi.install_prefix or '',
-        'spack_env': os.path.join(where['spack_envs'], stack.id) if stack.build == 'spack' else '',
-        'spack_view': os.path.join(where['spack_views'], stack.id)
+        vocab.STACK: stack.id, vocab.COMPILER: stack.compiler.family,
+        vocab.COMPILER_VERSION: stack.compiler.version, vocab.MPI: stack.mpi.flavour,
+        vocab.MPI_VERSION: stack.mpi.version, vocab.BUILD: stack.build,
+        vocab.MPI_LIBRARY: list(stack.mpi.expected_library),
+        vocab.LANGUAGES: list(stack.tested_languages), vocab.HAS_FORTRAN: stack.has_fortran,
+        vocab.LAUNCHER: stack.mpi.launcher_command, vocab.SRUN_MPI: stack.mpi.srun_mpi or
+        stack.mpi.record.srun_mpi, vocab.MPI_CC: stack.mpi.c_wrapper or '',
+        vocab.MPI_PREFIX: stack.mpi.install_prefix or '',
+        vocab.SPACK_ENV: os.path.join(where['spack_envs'], stack.id)
+                         if stack.build == 'spack' else '',
+        vocab.SPACK_VIEW: os.path.join(where['spack_views'], stack.id)
                       if stack.build == 'spack' else '',
-        'osu_root': (stack.osu.root if stack.osu else None) or '',
-        'osu_module': (stack.osu.module if stack.osu else None) or '',
-        'python_exe': sys.executable,
-        'mpj_home': where['mpj_home'] if stack.mpi.record.java else '',
-        'java_build': where['java_build'], 'commcheck_version': __version__,
+        vocab.OSU_ROOT: (stack.osu.root if stack.osu else None) or '',
+        vocab.OSU_MODULE: (stack.osu.module if stack.osu else None) or '',
+        vocab.PYTHON_EXE: sys.executable,
+        vocab.MPJ_HOME: where['mpj_home'] if stack.mpi.record.java else '',
+        vocab.JAVA_BUILD: where['java_build'], vocab.COMMCHECK_VERSION: __version__,
         # The declaration itself, for the fixtures that materialise it (Spack, mpi4py, MPJ).
-        'declaration': stack.model_dump(mode='json'), 'spack_settings': site.spack.model_dump(),
+        vocab.DECLARATION: stack.model_dump(mode='json'),
+        vocab.SPACK_SETTINGS: site.spack.model_dump(),
     }
     modules = list(stack.modules)
     if stack.mpi.module:
@@ -90,10 +93,11 @@ def partition(site: Site, part: Partition) -> dict:
         'max_jobs': part.max_jobs, 'processor': {'num_cpus': part.cores},
         'prepare_cmds': list(part.prepare_cmds),
         'env_vars': [[k, v] for k, v in part.env.items()],
-        'extras': {'cores': part.cores, 'nodes': part.nodes, 'placement': part.placement,
-                   'binding': part.binding, 'oversubscribe': part.oversubscribe,
-                   'launcher': part.launcher, 'exclusive': part.exclusivity[0],
-                   'exclusive_basis': part.exclusivity[1]},
+        'extras': {vocab.CORES: part.cores, vocab.NODES: part.nodes,
+                   vocab.PLACEMENT: part.placement,
+                   vocab.BINDING: part.binding, vocab.OVERSUBSCRIBE: part.oversubscribe,
+                   vocab.LAUNCHER: part.launcher, vocab.EXCLUSIVE: part.exclusivity[0],
+                   vocab.EXCLUSIVE_BASIS: part.exclusivity[1]},
     }
     if part.llc_mib:        # ReFrame's processor topology: read by commcheck.rfm.caches
         config['processor']['topology'] = {'caches': [{'type': 'L3', 'size': part.llc_mib << 20}]}

@@ -52,10 +52,31 @@ OVERSUBSCRIBE = 'oversubscribe'
 #: Whether a job has its nodes to itself (``true``/``false``).
 EXCLUSIVE = 'exclusive'
 
+#: The partition's launcher (also an environment extra: its MPI's own launcher command).
+LAUNCHER = 'launcher'
+#: Whether a job has its nodes to itself because of the scheduler's setting or the site's word.
+EXCLUSIVE_BASIS = 'exclusive_basis'
+
+# Environment extras of commcheck's generated configuration only (its build fixtures read them).
+#: The stack's id and how its kernels are built (``cmake`` or ``spack``).
+STACK, BUILD = 'stack', 'build'
+#: The MPI library a stack's programs must load, and whether it builds Fortran.
+MPI_LIBRARY, HAS_FORTRAN = 'mpi_library', 'has_fortran'
+#: The MPI compiler wrappers (C, Fortran) and the MPI's install prefix.
+MPI_CC, MPI_FC, MPI_PREFIX = 'mpi_cc', 'mpi_fc', 'mpi_prefix'
+#: The stack's Spack environment and view (``build: spack``; else empty).
+SPACK_ENV, SPACK_VIEW = 'spack_env', 'spack_view'
+#: The Python that runs commcheck's build steps, MPJ Express's home, the Java kernels' build.
+PYTHON_EXE, MPJ_HOME, JAVA_BUILD = 'python_exe', 'mpj_home', 'java_build'
+#: The commcheck that generated the configuration.
+COMMCHECK_VERSION = 'commcheck_version'
+#: The stack's declaration and the site's Spack settings, for the fixtures that materialise
+#: them (Spack, mpi4py, MPJ).
+DECLARATION, SPACK_SETTINGS = 'declaration', 'spack_settings'
+
 #: The extras a complete (commcheck-generated) environment carries: with all of them nothing
 #: is learned.
-DECLARED = ('stack', COMPILER, COMPILER_VERSION, MPI, MPI_VERSION, 'build', LANGUAGES,
-            'launcher')
+DECLARED = (STACK, COMPILER, COMPILER_VERSION, MPI, MPI_VERSION, BUILD, LANGUAGES, LAUNCHER)
 
 
 def environments_for(needs: tuple[str, ...]) -> list[str]:
