@@ -5,13 +5,15 @@ frequency, neighbours: it comes in regimes, so launches of one session are not i
 samples of the machine) and of the software's own cost. The C and Fortran ping-pong and COMMS2
 kernels measure, in every launch, by the same two ranks on the same cores, the hardware floor
 (src/kernels/common/cc_floor.h: a message through shared memory, or TCP between nodes, without
-MPI). MPI's own cost is the figure adjusted by its floor as a measured covariate (issue 44):
-per launch, on log values with worse up, ``y - theta (x - mean x)``, ``x`` the floor, ``theta``
-the Theil-Sen slope of the baseline's launches (:func:`adjusted`, clipped to [0, 2]), the
-interval widened by the floor's move times the slope's own interval. Dividing by the floor
-(``latency / floor_latency``, ``floor_bw / bw``; :attr:`Settings.adjust` ``ratio``, the rule
-before) is theta = 1: on this project's VM MPI's figure follows its floor by less than that
-across regimes (MPICH 1.7-2.3x its floor), and the ratio carries the rest as spread.
+MPI). MPI's own cost is the figure over its floor (``latency / floor_latency``, ``floor_bw /
+bw``: :attr:`Settings.adjust` ``ratio``, the default), or adjusted by its floor as a measured
+covariate (``slope``, issue 44): per launch, on log values with worse up,
+``y - theta (x - mean x)``, ``x`` the floor, ``theta`` the Theil-Sen slope of the baseline's
+launches (:func:`adjusted`, clipped to [0, 2]), the interval widened by the floor's move times
+the slope's own interval. The ratio is theta = 1. Between sessions that widening is large
+where the floor flips regimes between launches (the 8 B floor: 0.07 or 0.28 us), so the slope
+is the paired rule's default (:mod:`commcheck.analysis.paired`) and the gate's option
+(docs/gate.md).
 
 For a key variable with a floor the gate judges two quantities, each baseline against new:
 MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's Pinpoint):
@@ -109,9 +111,9 @@ class Settings:
     max_needed: int = 1000      #: launches needed above which "more than" is said
     n_boot: int = 2000          #: bootstrap resamples
     seed: int = 20261122        #: fixed, so the same samples give the same interval
-    #: how a floor adjusts its key variable: ``slope`` (the baseline's, fitted) or ``ratio``
-    #: (over the floor: slope 1, the rule before issue 44)
-    adjust: str = 'slope'
+    #: how a floor adjusts its key variable: ``ratio`` (over the floor: slope 1) or ``slope``
+    #: (the baseline's, fitted: docs/gate.md says why it is not the default between sessions)
+    adjust: str = 'ratio'
 
     def threshold(self, between: float | None, within: float) -> float:
         """The minimum effect as a log ratio: given, or from the spread between sessions

@@ -256,8 +256,8 @@ def peer_rule(base: dict, new: dict, threshold: float) -> set[tuple]:
 
 def judge(base: dict, new: dict) -> dict[str, dict]:
     """Per rule: {'fail': the session fails it, 'verdicts': the gate's per variable}; the gate
-    with its floor's slope fitted (``slope``, the default) and over the floor (``ratio``)."""
-    comps = gate.compare(base, new)
+    with its floor's slope fitted (``slope``) and over the floor (``ratio``, the default)."""
+    comps = gate.compare(base, new, gate.Settings(adjust=gate.SLOPE))
     out = {'slope': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps),
                      'verdicts': {f'{c.key.environ} {c.variable}': c.verdict for c in comps},
                      'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps),

@@ -43,9 +43,9 @@ def add_parsers(sub) -> None:
                       help='family-wise false-alarm rate over the variables '
                            f'(default {Settings.alpha})')
     comp.add_argument('--adjust', choices=('slope', 'ratio'),
-                      help="how a floor adjusts its key variable: by the slope fitted on the "
-                           "baseline's launches (default) or as the ratio over it (MPI's own "
-                           'cost, slope 1: the rule before)')
+                      help="how a floor adjusts its key variable: as the ratio over it (MPI's "
+                           "own cost, slope 1; default) or by the slope fitted on the baseline's "
+                           'launches (docs/gate.md: where each holds)')
     comp.add_argument('--min-samples', type=options.positive_int,
                       help='launches a side below which nothing is computed '
                            f'(default {Settings.min_samples})')
