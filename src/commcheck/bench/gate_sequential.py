@@ -1,5 +1,5 @@
-"""``commcheck bench gate``: the gate with its floor's slope judged at looks, launches until
-decided (:mod:`commcheck.analysis.sequential`), beside the fixed counts of
+"""``commcheck bench gate``: the gate with its default rule (over the floor) judged at looks,
+launches until decided (:mod:`commcheck.analysis.sequential`), beside the fixed counts of
 :mod:`commcheck.bench.gate`, on the same sessions.
 
 Each judged session is looked at on its first 6, 9, 12 ... launches a side (a horizon of the
@@ -54,8 +54,9 @@ def evaluate(sessions: list[dict], launches: int) -> dict:
 
 
 def table(evaluated: dict) -> Table:
-    out = Table(title='The gate (slope), launches until decided: sessions failing it, and the '
-                      'launches a side used (median / max)', header_style='bold')
+    out = Table(title='The gate (its default, over the floor), launches until decided: sessions '
+                      'failing it, and the launches a side used (median / max)',
+                header_style='bold')
     for col in ('sessions', 'failing', 'launches used'):
         out.add_column(col)
     for kind, results in evaluated.items():
