@@ -42,7 +42,7 @@ def add_parsers(sub) -> None:
     comp.add_argument('--alpha', type=options.fraction,
                       help='family-wise false-alarm rate over the variables '
                            f'(default {Settings.alpha})')
-    comp.add_argument('--adjust', choices=('slope', 'ratio'),
+    comp.add_argument('--adjust', choices=(gate.SLOPE, gate.RATIO),
                       help="how a floor adjusts its key variable: as the ratio over it (MPI's "
                            "own cost, slope 1; default) or by the slope fitted on the baseline's "
                            'launches (docs/gate.md: where each holds)')
