@@ -79,6 +79,12 @@ def test_pairs_until_decided_stop_early_and_keep_to_the_budget():
     budgeted = rules.evaluate_sequential(recorded, ['gnu-mpich4'], 9.0, 0.05)
     assert all(h == 9 for r in budgeted for h in r['horizon'])
     assert all(n <= 9 for r in budgeted for n in r['pairs'])
+    # a cap (upgrade's --max-pairs) beside the recorded pairs: a row each, the cap kept
+    capped = rules.evaluate_sequential(recorded, ['gnu-mpich4'], None, 0.05, [14, None])
+    assert [r['cap'] for r in capped if r['kind'] == rules.AA] == [14, None]
+    assert all(h == 14 and n <= 14 for r in capped if r['cap'] == 14
+               for h, n in zip(r['horizon'], r['pairs'] + r['accept pairs']))
+    assert [r for r in capped if r['cap'] is None] == list(rows.values())
 
 
 @pytest.mark.parametrize('text,want', [

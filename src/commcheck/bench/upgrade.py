@@ -190,7 +190,8 @@ def main(args) -> int:
     accept = args.accept or 0.05
     console.print(rules.table(rules.evaluate(sessions, stack_ids, counts)))
     console.print(rules.sequential_table(
-        rules.evaluate_sequential(sessions, stack_ids, args.budget, accept), accept))
+        rules.evaluate_sequential(sessions, stack_ids, args.budget, accept, args.max_pairs),
+        accept))
     console.print(f'{len(sessions)} sessions ({", ".join(stack_ids)}), {pairs} pairs per stack '
                   f'each, {header.get("gap_s", 0):.0f} s apart, recorded '
                   f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(sessions[0]["started"]))}'

@@ -13,9 +13,9 @@ Fixed counts, each session judged on its first n pairs (n in :data:`PAIR_COUNTS`
 
 Pairs until decided (:mod:`commcheck.analysis.sequential`), the slope's rule: looks at 12, 18,
 27 ... pairs, alpha spent over them, each session stopped when every variable is decided or its
-horizon reached (the recorded pairs, and what ``--budget`` of its launches holds at the
-session's own time a pair); with the acceptance margin ``--accept`` too. Their rows give the
-pairs used, median and maximum.
+horizon reached (the recorded pairs, ``--max-pairs`` at most, and what ``--budget`` of its
+launches holds at the session's own time a pair); with the acceptance margin ``--accept`` too.
+Their rows give the pairs used, median and maximum, a row per cap of ``--max-pairs``.
 
 A session counts as flagged on a variable when the rule calls it regressed (``latency_8B`` and
 ``bw_1048576B`` are the issue's; ``any`` is any of the three). For A/A kinds that is a false
@@ -25,6 +25,7 @@ interposer moves the floor (issue 44: it did, through the allocator)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from rich.table import Table
@@ -102,12 +103,13 @@ def _relabel(group: dict, environ: str) -> dict:
     return {(k[0], k[1], environ, k[3], k[4]): v for k, v in group.items()}
 
 
-def horizon(session: dict, stack: str, budget_s: float | None) -> int:
-    """The pairs a sequential run of this session could use: those recorded, and what
-    ``budget_s`` of its launches holds at its own time a pair (records of format 1 have no
-    launch times: the recorded pairs)."""
+def horizon(session: dict, stack: str, budget_s: float | None,
+            max_pairs: int | None = None) -> int:
+    """The pairs a sequential run of this session could use: those recorded, ``max_pairs`` at
+    most (``commcheck upgrade --max-pairs``'s cap), and what ``budget_s`` of its launches holds
+    at its own time a pair (records of format 1 have no launch times: the recorded pairs)."""
     sides = session['stacks'][stack]
-    recorded = min(len(sides['old']), len(sides['new']))
+    recorded = min(len(sides['old']), len(sides['new']), max_pairs or math.inf)
     took = [o.get('seconds', 0) + n.get('seconds', 0) for o, n in zip(sides['old'], sides['new'])]
     if not budget_s or not all(took):
         return recorded
@@ -115,12 +117,12 @@ def horizon(session: dict, stack: str, budget_s: float | None) -> int:
 
 
 def sequential_judge(session: dict, stack: str, budget_s: float | None,
-                     accept: float | None = None) -> dict:
+                     accept: float | None = None, max_pairs: int | None = None) -> dict:
     """Pairs until decided on one recorded session: the variables flagged, the acceptance of
     each, the pairs used."""
     settings = paired.Settings(accept=accept)
     family = len(bench_gate.VARIABLES)
-    plan = sequential.Plan(horizon(session, stack, budget_s), settings.alpha, family)
+    plan = sequential.Plan(horizon(session, stack, budget_s, max_pairs), settings.alpha, family)
 
     def look(n: int, share: float) -> list[paired.Judgement]:       # verdicts alone: fast
         return paired.compare(flat(session, stack, n), 'old', 'new', settings, share, family,
@@ -162,29 +164,33 @@ def evaluate(sessions: list[dict], stacks: list[str], counts: list[int]) -> list
 
 
 def evaluate_sequential(sessions: list[dict], stacks: list[str], budget_s: float | None,
-                        accept: float) -> list[dict]:
-    """One row per (kind, stack): pairs until decided, without and with the margin: sessions
-    flagged, accepted, refused, and the pairs they used."""
+                        accept: float, caps: list[int | None] | None = None) -> list[dict]:
+    """One row per (kind, stack, cap): pairs until decided, without and with the margin, at
+    most ``cap`` pairs (each of ``caps``; None: the recorded ones): sessions flagged, accepted,
+    refused, and the pairs they used."""
     rows = []
     for kind in KINDS:
         for stack in stacks:
             chosen = [sessions[j] for j in _of_kind(sessions, kind)]
-            if not chosen:
-                continue
-            plain = [sequential_judge(s, stack, budget_s) for s in chosen]
-            margin = [sequential_judge(s, stack, budget_s, accept) for s in chosen]
-            rows.append({'kind': kind, 'stack': stack, 'sessions': len(chosen),
-                         'horizon': [horizon(s, stack, budget_s) for s in chosen],
-                         'flagged': {**{v: sum(v in r['flagged'] for r in plain) for v in SHOWN},
-                                     'any': sum(bool(r['flagged']) for r in plain)},
-                         'pairs': [r['pairs'] for r in plain],
-                         'accepted': sum(all(a == paired.PASS for a in r['accept'].values())
-                                         for r in margin),
-                         'refused': sum(any(a == paired.FAIL for a in r['accept'].values())
-                                        for r in margin),
-                         'accept pairs': [r['pairs'] for r in margin],
-                         'floors': floors(sessions, kind, stack, None)})
+            for cap in (caps or [None]) if chosen else []:
+                rows.append(_sequential_row(chosen, kind, stack, budget_s, accept, cap))
     return rows
+
+
+def _sequential_row(chosen: list[dict], kind: str, stack: str, budget_s: float | None,
+                    accept: float, cap: int | None) -> dict:
+    plain = [sequential_judge(s, stack, budget_s, None, cap) for s in chosen]
+    margin = [sequential_judge(s, stack, budget_s, accept, cap) for s in chosen]
+    return {'kind': kind, 'stack': stack, 'sessions': len(chosen), 'cap': cap,
+            'horizon': [horizon(s, stack, budget_s, cap) for s in chosen],
+            'flagged': {**{v: sum(v in r['flagged'] for r in plain) for v in SHOWN},
+                        'any': sum(bool(r['flagged']) for r in plain)},
+            'pairs': [r['pairs'] for r in plain],
+            'accepted': sum(all(a == paired.PASS for a in r['accept'].values())
+                            for r in margin),
+            'refused': sum(any(a == paired.FAIL for a in r['accept'].values()) for r in margin),
+            'accept pairs': [r['pairs'] for r in margin],
+            'floors': floors(chosen, kind, stack, None)}
 
 
 def floors(sessions: list[dict], kind: str, stack: str, n: int | None) -> dict:
@@ -267,13 +273,14 @@ def sequential_table(rows: list[dict], accept: float) -> Table:
                       f'sessions flagged latency_8B / bw_1048576B / any; with a {accept:.0%} '
                       f'margin, sessions accepted / refused; pairs used, median / max',
                 header_style='bold')
-    for col in ('kind', 'stack', 'sessions', 'planned pairs (median)', 'floor 8 B, 1 MiB',
-                'flagged', 'pairs used', f'accept {accept:.0%}: passed / refused',
-                'pairs used'):
+    for col in ('kind', 'stack', 'sessions', 'at most pairs', 'planned pairs (median)',
+                'floor 8 B, 1 MiB', 'flagged', 'pairs used',
+                f'accept {accept:.0%}: passed / refused', 'pairs used'):
         out.add_column(col)
     for r in rows:
         flagged = ' / '.join(str(r['flagged'][v]) for v in (*SHOWN, 'any'))
         out.add_row(r['kind'], r['stack'], str(r['sessions']),
+                    'as recorded' if r['cap'] is None else str(r['cap']),
                     f'{statistics.median(r["horizon"]):g}', _floors(r['floors']), flagged,
                     _used(r['pairs']), f'{r["accepted"]} / {r["refused"]}',
                     _used(r['accept pairs']))

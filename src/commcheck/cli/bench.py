@@ -91,6 +91,10 @@ def _upgrade_options(bench) -> None:
     bench.add_argument('--budget', type=options.duration,
                        help="pairs until decided: at most this much of a session's launches "
                             'per stack, e.g. 10m (upgrade; default: every recorded pair)')
+    bench.add_argument('--max-pairs', type=options.whole_list(1, 10000), metavar='N,N,...',
+                       help="pairs until decided: at most this many of a session's pairs, as "
+                            "commcheck upgrade --max-pairs; each cap its rows (upgrade; "
+                            'default: every recorded pair)')
     bench.add_argument('--accept', type=options.percent, metavar='MARGIN',
                        help='the acceptance margin judged beside (upgrade; default 5%%)')
 
