@@ -265,7 +265,10 @@ def test_upgrade_a_a_is_not_flagged(upgrade_site):
         [(j['variable'], j['pairs'], j['floor_variable'], j['note']) for j in record['judgements']]
     case, = record['plan']['cases']
     assert case['looks'][0] == 12 and case['stopped'] in ('decided', 'budget used')
-    assert len(record['sessions']) == len(case['looks'])      # a ReFrame run a look
+    # a ReFrame run a look, and a run more where a stage made fewer pairs than its look
+    # needs (a launch whose completion ReFrame recorded after its partner's neighbour: seen
+    # once in CI, 2026-12-05, the stage's first launch recorded last; the top-up is the rule)
+    assert len(case['looks']) <= len(record['sessions']) <= 2 * len(case['looks'])
     said = 'ACCEPTED' if done.returncode == 0 else 'NOT DECIDED'
     assert said in done.stdout, done.stdout[-3000:]
 
