@@ -179,6 +179,8 @@ def evaluate_sequential(sessions: list[dict], stacks: list[str], budget_s: float
 
 def _sequential_row(chosen: list[dict], kind: str, stack: str, budget_s: float | None,
                     accept: float, cap: int | None) -> dict:
+    """One row of :func:`evaluate_sequential`: the sessions of one kind and stack, at most
+    ``cap`` pairs."""
     plain = [sequential_judge(s, stack, budget_s, None, cap) for s in chosen]
     margin = [sequential_judge(s, stack, budget_s, accept, cap) for s in chosen]
     return {'kind': kind, 'stack': stack, 'sessions': len(chosen), 'cap': cap,
