@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from commcheck import cli, experiments
-from commcheck.analysis import baseline, gate, trend
+from commcheck.analysis import baseline, gate, stats, trend, verdicts
 from commcheck.bench import gate as bench_gate
 from commcheck.bench import gate_sequential
 from commcheck.cli import compare
@@ -65,49 +65,49 @@ def floored(base, new, session_base='b', session_new='n', **settings):
 
 def test_a_large_shift_is_flagged_the_worse_way():
     comp = verdict(noisy(8, 1.0, seed=1), noisy(8, 1.3, seed=2))
-    assert comp.verdict == gate.REGRESSED and comp.change == pytest.approx(0.3, abs=0.06)
+    assert comp.verdict == verdicts.REGRESSED and comp.change == pytest.approx(0.3, abs=0.06)
     assert comp.cost.low > comp.cost.threshold and comp.cost.p < 0.05
     assert comp.floor is None and comp.cost.level == 'launches'
-    assert verdict(noisy(8, 1.3, seed=1), noisy(8, 1.0, seed=2)).verdict == gate.IMPROVED
+    assert verdict(noisy(8, 1.3, seed=1), noisy(8, 1.0, seed=2)).verdict == verdicts.IMPROVED
 
 
 def test_a_significant_small_shift_reads_unchanged():
     comp = verdict(noisy(30, 1.0, 0.002, seed=3), noisy(30, 1.03, 0.002, seed=4))
-    assert comp.cost.p < 1e-6 and comp.verdict == gate.UNCHANGED
+    assert comp.cost.p < 1e-6 and comp.verdict == verdicts.UNCHANGED
     assert comp.cost.high < comp.cost.threshold == pytest.approx(np.log(1.10))
 
 
 def test_min_effect_given_overrides_the_derived_threshold():
     comp = verdict(noisy(30, 1.0, 0.002, seed=3), noisy(30, 1.03, 0.002, seed=4),
                    min_effect=0.01)
-    assert comp.verdict == gate.REGRESSED
+    assert comp.verdict == verdicts.REGRESSED
 
 
 def test_bandwidth_down_is_worse():
     key = KEY[:4] + ('bw_1048576B',)
     comp, = gate.compare({key: samples(noisy(8, 9000), key, 'MB/s')},
                          {key: samples(noisy(8, 6000, seed=9), key, 'MB/s')})
-    assert comp.direction == experiments.HIGHER_IS_BETTER and comp.verdict == gate.REGRESSED
+    assert comp.direction == experiments.HIGHER_IS_BETTER and comp.verdict == verdicts.REGRESSED
 
 
 @pytest.mark.parametrize('seed', range(10))
 @pytest.mark.parametrize('machine', [0.6, 1.5, 2.5])
-@pytest.mark.parametrize('adjust', [gate.SLOPE, gate.RATIO])
+@pytest.mark.parametrize('adjust', [stats.SLOPE, stats.RATIO])
 def test_a_slower_or_faster_machine_is_machine_changed_never_mpi(seed, machine, adjust):
     """Over the floor (MPI 3x the floor here) the cost holds; with the slope fitted on a
     baseline whose floor moved 10 % (these launches) and a new floor moved 0.6-2.5x, the
     slope's interval times that move leaves the cost undecided: machine changed either way."""
     comp = floored(launches(8, seed), launches(8, seed + 100, machine=machine), adjust=adjust)
-    assert comp.verdict == gate.MACHINE_CHANGED, (comp.verdict, gate.describe(comp))
-    assert comp.floor.outcome in (gate.WORSE, gate.BETTER)
-    assert comp.cost.outcome == (gate.SAME if adjust == gate.RATIO else gate.UNKNOWN)
+    assert comp.verdict == verdicts.MACHINE_CHANGED, (comp.verdict, verdicts.describe(comp))
+    assert comp.floor.outcome in (stats.WORSE, stats.BETTER)
+    assert comp.cost.outcome == (stats.SAME if adjust == stats.RATIO else stats.UNKNOWN)
 
 
 @pytest.mark.parametrize('seed', range(10))
 def test_a_slower_mpi_on_the_same_machine_is_mpi_regressed(seed):
     comp = floored(launches(8, seed), launches(8, seed + 100, mpi=1.5))
-    assert comp.verdict == gate.MPI_REGRESSED, gate.describe(comp)
-    assert comp.floor.outcome != gate.WORSE and comp.floor_variable == 'floor_latency_8B'
+    assert comp.verdict == verdicts.MPI_REGRESSED, verdicts.describe(comp)
+    assert comp.floor.outcome != stats.WORSE and comp.floor_variable == 'floor_latency_8B'
 
 
 @pytest.mark.parametrize('name,size,variable', [
@@ -148,49 +148,49 @@ def test_a_checks_own_floor_is_judged_with_its_variable_never_alone(check, varia
     slower_machine = gate.compare(side(1, 1.0, 1.0, 'b'), side(2, 2.0, 1.0, 'n'))
     slower_mpi = gate.compare(side(1, 1.0, 1.0, 'b'), side(2, 1.0, 1.5, 'n'))
     # a floor that is an MPI figure (the datatypes' contiguous send) cannot say the machine
-    moved = gate.CANNOT_TELL if experiments.mpi_floor(experiments.check_of(check)) \
-        else gate.MACHINE_CHANGED
-    for comps, want in ((slower_machine, moved), (slower_mpi, gate.MPI_REGRESSED)):
+    moved = verdicts.CANNOT_TELL if experiments.mpi_floor(experiments.check_of(check)) \
+        else verdicts.MACHINE_CHANGED
+    for comps, want in ((slower_machine, moved), (slower_mpi, verdicts.MPI_REGRESSED)):
         comp, = comps
         assert comp.key.variable == variable and comp.floor_variable == floor
-        assert comp.verdict == want, gate.describe(comp)
+        assert comp.verdict == want, verdicts.describe(comp)
 
 
 def test_both_slower_is_both():
     comp = floored(launches(8, 1), launches(8, 2, machine=1.3, mpi=2.5))
-    assert comp.verdict == gate.BOTH, gate.describe(comp)
+    assert comp.verdict == verdicts.BOTH, verdicts.describe(comp)
 
 
 @pytest.mark.parametrize('machine', [0.5, 2.0])
-@pytest.mark.parametrize('adjust', [gate.SLOPE, gate.RATIO])
+@pytest.mark.parametrize('adjust', [stats.SLOPE, stats.RATIO])
 def test_a_cost_change_the_floors_move_can_explain_is_the_machine(machine, adjust):
     """MPI's cost is not proportional to the floor: once the floor moved by a factor f, a
     cost change within f is not the software's (it reads machine changed, and says so)."""
     comp = floored(launches(8, 1), launches(8, 2, machine=machine, mpi=1.4), adjust=adjust)
-    assert comp.floor.outcome != gate.SAME
-    assert comp.verdict == gate.MACHINE_CHANGED, gate.describe(comp)
-    if adjust == gate.RATIO:
-        assert comp.cost.outcome == gate.WORSE
+    assert comp.floor.outcome != stats.SAME
+    assert comp.verdict == verdicts.MACHINE_CHANGED, verdicts.describe(comp)
+    if adjust == stats.RATIO:
+        assert comp.cost.outcome == stats.WORSE
         assert "MPI's own cost +" in comp.note and "floor's move" in comp.note
     else:       # the slope's interval times a 2x move: the cost cannot be told apart
-        assert comp.cost.outcome == gate.UNKNOWN and 'cannot be told apart' in comp.note
+        assert comp.cost.outcome == stats.UNKNOWN and 'cannot be told apart' in comp.note
 
 
 def test_a_moved_floor_is_named_beside_the_variables_of_its_launches_that_cannot_be_told():
-    moved = gate.Outcome(gate.WORSE, 0.8, 0.6, 1.0, 0.05, 'sessions')
-    unknown = gate.Outcome(gate.UNKNOWN, 0.0, -0.3, 0.3, 0.05, 'sessions')
+    moved = stats.Outcome(stats.WORSE, 0.8, 0.6, 1.0, 0.05, 'sessions')
+    unknown = stats.Outcome(stats.UNKNOWN, 0.0, -0.3, 0.3, 0.05, 'sessions')
 
     def comp(key, verdict, floor, floor_variable):
         return gate.Comparison(key=key, unit='us', direction='lower', base=[], new=[],
                                verdict=verdict, cost=unknown, floor=floor,
                                floor_variable=floor_variable)
-    bw = comp(KEY[:4] + ('bw_1048576B',), gate.verdict(unknown, moved), moved,
+    bw = comp(KEY[:4] + ('bw_1048576B',), verdicts.verdict(unknown, moved), moved,
               'floor_bw_1048576B')
-    same_launches = comp(KEY, gate.CANNOT_TELL, unknown, 'floor_latency_8B')
-    other_stack = comp(('sys', 'part', 'gnu-openmpi4') + KEY[3:], gate.CANNOT_TELL, unknown,
+    same_launches = comp(KEY, verdicts.CANNOT_TELL, unknown, 'floor_latency_8B')
+    other_stack = comp(('sys', 'part', 'gnu-openmpi4') + KEY[3:], verdicts.CANNOT_TELL, unknown,
                        'floor_latency_8B')
-    gate.machine_notes([bw, same_launches, other_stack])
-    assert bw.verdict == gate.MACHINE_CHANGED and bw.note == ''
+    verdicts.machine_notes([bw, same_launches, other_stack])
+    assert bw.verdict == verdicts.MACHINE_CHANGED and bw.note == ''
     assert same_launches.note == ('the machine changed in these launches: floor_bw_1048576B '
                                   '+123% [+82%, +172%] worse-positive')
     assert other_stack.note == ''
@@ -200,22 +200,22 @@ def test_an_mpi_regression_whose_floor_held_names_another_floor_that_moved():
     """Intel MPI's 1 MiB on a VM whose 8 B floor rose 4x in the same launches: the verdict
     stays the rule's (MPI regressed), and the note says the machine changed beside it; an
     MPI regressed of other launches, or whose own floor moved (got faster), gets no note."""
-    moved = gate.Outcome(gate.WORSE, 1.4, 1.2, 1.6, 0.05, 'sessions')
-    held = gate.Outcome(gate.SAME, 0.0, -0.03, 0.03, 0.05, 'sessions')
-    worse = gate.Outcome(gate.WORSE, 2.5, 2.3, 2.7, 0.05, 'sessions')
+    moved = stats.Outcome(stats.WORSE, 1.4, 1.2, 1.6, 0.05, 'sessions')
+    held = stats.Outcome(stats.SAME, 0.0, -0.03, 0.03, 0.05, 'sessions')
+    worse = stats.Outcome(stats.WORSE, 2.5, 2.3, 2.7, 0.05, 'sessions')
 
     def comp(environ, variable, verdict, floor, floor_variable):
         return gate.Comparison(key=('sys', 'part', environ, KEY[3], variable), unit='us',
                                direction='lower', base=[], new=[], verdict=verdict, cost=worse,
                                floor=floor, floor_variable=floor_variable)
-    lat = comp('gnu-impi2021', 'latency_8B', gate.MACHINE_CHANGED, moved, 'floor_latency_8B')
-    bw = comp('gnu-impi2021', 'bw_1048576B', gate.MPI_REGRESSED, held, 'floor_bw_1048576B')
-    alone = comp('gnu-mpich4', 'bw_1048576B', gate.MPI_REGRESSED, held, 'floor_bw_1048576B')
-    faster = gate.Outcome(gate.BETTER, -0.5, -0.6, -0.4, 0.05, 'sessions')
-    own_moved = comp('gnu-openmpi5', 'latency_1024B', gate.MPI_REGRESSED, faster,
+    lat = comp('gnu-impi2021', 'latency_8B', verdicts.MACHINE_CHANGED, moved, 'floor_latency_8B')
+    bw = comp('gnu-impi2021', 'bw_1048576B', verdicts.MPI_REGRESSED, held, 'floor_bw_1048576B')
+    alone = comp('gnu-mpich4', 'bw_1048576B', verdicts.MPI_REGRESSED, held, 'floor_bw_1048576B')
+    faster = stats.Outcome(stats.BETTER, -0.5, -0.6, -0.4, 0.05, 'sessions')
+    own_moved = comp('gnu-openmpi5', 'latency_1024B', verdicts.MPI_REGRESSED, faster,
                      'floor_latency_1024B')
-    gate.machine_notes([lat, bw, alone, own_moved])
-    assert bw.verdict == gate.MPI_REGRESSED and alone.verdict == gate.MPI_REGRESSED
+    verdicts.machine_notes([lat, bw, alone, own_moved])
+    assert bw.verdict == verdicts.MPI_REGRESSED and alone.verdict == verdicts.MPI_REGRESSED
     assert bw.note == ('its own floor held, but the machine changed in these launches: '
                        'floor_latency_8B +306% [+232%, +395%] worse-positive')
     assert alone.note == '' and lat.note == '' and own_moved.note == ''
@@ -230,18 +230,18 @@ def test_noise_alone_never_reads_regressed():
                       launches(8, seed + 1000, regime_cv=0.2)).verdict] += 1
         found[verdict(noisy(8, 1.0, 0.2, seed=seed), noisy(8, 1.0, 0.2, seed=seed + 1000))
               .verdict] += 1
-    assert set(found) <= {gate.UNCHANGED, gate.CANNOT_TELL, gate.MACHINE_CHANGED}, found
-    assert found[gate.UNCHANGED] > 0
+    assert set(found) <= {verdicts.UNCHANGED, verdicts.CANNOT_TELL, verdicts.MACHINE_CHANGED}, found
+    assert found[verdicts.UNCHANGED] > 0
 
 
 def test_few_launches_cannot_tell_and_say_how_many_would():
     comp = verdict(noisy(4, 1.0, 0.15, seed=5), noisy(4, 1.25, 0.15, seed=6))
-    assert comp.verdict == gate.CANNOT_TELL
+    assert comp.verdict == verdicts.CANNOT_TELL
     assert comp.launches_needed > 4 and f'about {comp.launches_needed} launches' in comp.note
     comp = verdict([1, 1.1, 1.2], [1.5, 1.6, 1.7])     # a rank test cannot decide 3 a side
-    assert comp.verdict == gate.CANNOT_TELL and comp.launches_needed >= 4
+    assert comp.verdict == verdicts.CANNOT_TELL and comp.launches_needed >= 4
     comp = verdict([1, 1.1], [2, 2.1, 2.2])
-    assert comp.verdict == gate.CANNOT_TELL and 'need 3 each' in comp.note
+    assert comp.verdict == verdicts.CANNOT_TELL and 'need 3 each' in comp.note
 
 
 def test_more_launches_shrink_what_is_detectable():
@@ -259,10 +259,10 @@ def test_sessions_are_the_unit_when_the_baseline_has_them():
             for s in samples(noisy(6, st, 0.01, seed=i), session=f'b{i}')]
     new = samples(noisy(6, 1.16, 0.01, seed=99), session='new')
     comp, = gate.compare({KEY: base}, {KEY: new})
-    assert comp.cost.level == 'sessions' and comp.verdict != gate.REGRESSED
+    assert comp.cost.level == 'sessions' and comp.verdict != verdicts.REGRESSED
     assert comp.cost.threshold > np.log(1.05)
     one, = gate.compare({KEY: [s for s in base if s.session == 'b0']}, {KEY: new})
-    assert one.cost.level == 'launches' and one.verdict == gate.REGRESSED
+    assert one.cost.level == 'launches' and one.verdict == verdicts.REGRESSED
 
 
 def test_a_floor_missing_on_one_side_judges_the_value():
@@ -270,7 +270,7 @@ def test_a_floor_missing_on_one_side_judges_the_value():
     nv, _ = launches(8, 2)
     comp, = gate.compare({KEY: samples(bv), FLOOR: samples(bf, FLOOR)}, {KEY: samples(nv)})
     assert comp.floor is None and 'judged on the value' in comp.note
-    assert comp.verdict in (gate.UNCHANGED, gate.CANNOT_TELL)
+    assert comp.verdict in (verdicts.UNCHANGED, verdicts.CANNOT_TELL)
 
 
 def test_value_and_floor_pair_by_launch_not_by_position():
@@ -287,50 +287,55 @@ def test_floor_variables_are_judged_with_their_variable_not_alone():
                          {KEY: samples(nv), FLOOR: samples(nf, FLOOR)})
     assert [c.variable for c in comps] == ['latency_8B']
     record = comps[0].as_dict()
-    assert record['floor']['outcome'] in (gate.SAME, gate.UNKNOWN)
+    assert record['floor']['outcome'] in (stats.SAME, stats.UNKNOWN)
     assert record['judged'].startswith('MPI cost') and record['detectable'] > 0
 
 
-@pytest.mark.parametrize('verdicts,fail_on_machine,code', [
-    ([gate.MPI_REGRESSED, gate.UNCHANGED], False, 1),
-    ([gate.BOTH], False, 1),
-    ([gate.REGRESSED, gate.CANNOT_TELL], False, 1),
-    ([gate.MACHINE_CHANGED, gate.UNCHANGED], False, 0),
-    ([gate.MACHINE_CHANGED, gate.UNCHANGED], True, 1),
-    ([gate.CANNOT_TELL, gate.NO_BASELINE], False, 3),
-    ([gate.UNCHANGED, gate.CANNOT_TELL, gate.IMPROVED], False, 0),
+@pytest.mark.parametrize('said,fail_on_machine,code', [
+    ([verdicts.MPI_REGRESSED, verdicts.UNCHANGED], False, 1),
+    ([verdicts.BOTH], False, 1),
+    ([verdicts.REGRESSED, verdicts.CANNOT_TELL], False, 1),
+    ([verdicts.MACHINE_CHANGED, verdicts.UNCHANGED], False, 0),
+    ([verdicts.MACHINE_CHANGED, verdicts.UNCHANGED], True, 1),
+    ([verdicts.CANNOT_TELL, verdicts.NO_BASELINE], False, 3),
+    ([verdicts.UNCHANGED, verdicts.CANNOT_TELL, verdicts.IMPROVED], False, 0),
 ])
-def test_exit_codes(verdicts, fail_on_machine, code):
+def test_exit_codes(said, fail_on_machine, code):
     comps = [gate.Comparison(key=KEY, unit='us', direction='lower', base=[], new=[], verdict=v)
-             for v in verdicts]
+             for v in said]
     assert compare.exit_code(comps, fail_on_machine) == code
 
 
 def test_verdict_rule_table():
     def out(kind, change=0.0):      # a change with a +/- 0.05 interval (log, worse up)
-        return gate.Outcome(kind, change, change - 0.05, change + 0.05, 0.1, 'launches')
-    W, B, S, U = out(gate.WORSE, 0.3), out(gate.BETTER, -0.2), out(gate.SAME), out(gate.UNKNOWN)
-    FW, FB = out(gate.WORSE, 0.1), out(gate.BETTER, -0.1)         # the floor moved by 0.1
-    assert gate.verdict(W, S) == gate.MPI_REGRESSED and gate.verdict(W, U) == gate.MPI_REGRESSED
+        return stats.Outcome(kind, change, change - 0.05, change + 0.05, 0.1, 'launches')
+    W, B, S, U = out(stats.WORSE, 0.3), out(stats.BETTER, -0.2), out(stats.SAME), out(stats.UNKNOWN)
+    FW, FB = out(stats.WORSE, 0.1), out(stats.BETTER, -0.1)         # the floor moved by 0.1
+    assert verdicts.verdict(W, S) == verdicts.MPI_REGRESSED == verdicts.verdict(W, U)
     # an undecided floor whose estimate moved by 0.5 bounds the cost's 0.25-0.35: not MPI's
-    assert gate.verdict(W, out(gate.UNKNOWN, -0.5)) == gate.CANNOT_TELL
-    assert gate.verdict(W, out(gate.UNKNOWN, 0.2)) == gate.MPI_REGRESSED    # 0.25 beyond 0.2
-    assert gate.verdict(W, FW) == gate.BOTH and gate.verdict(W, FB) == gate.MPI_REGRESSED
-    assert gate.verdict(W, out(gate.WORSE, 0.5)) == gate.MACHINE_CHANGED   # 0.25 within 0.5
-    assert gate.verdict(S, FW) == gate.MACHINE_CHANGED == gate.verdict(S, FB)
-    assert gate.verdict(U, FW) == gate.MACHINE_CHANGED == gate.verdict(U, FB)   # 0 within 0.1
-    assert gate.verdict(out(gate.UNKNOWN, 0.17), FW) == gate.CANNOT_TELL   # 0.12 beyond 0.1
-    assert gate.verdict(U, U) == gate.CANNOT_TELL
-    assert gate.verdict(S, S) == gate.UNCHANGED == gate.verdict(S, U)
-    assert gate.verdict(B, S) == gate.IMPROVED
-    assert gate.verdict(W, None) == gate.REGRESSED and gate.verdict(U, None) == gate.CANNOT_TELL
+    assert verdicts.verdict(W, out(stats.UNKNOWN, -0.5)) == verdicts.CANNOT_TELL
+    # 0.25 beyond 0.2
+    assert verdicts.verdict(W, out(stats.UNKNOWN, 0.2)) == verdicts.MPI_REGRESSED
+    assert verdicts.verdict(W, FW) == verdicts.BOTH
+    assert verdicts.verdict(W, FB) == verdicts.MPI_REGRESSED
+    # 0.25 within 0.5
+    assert verdicts.verdict(W, out(stats.WORSE, 0.5)) == verdicts.MACHINE_CHANGED
+    assert verdicts.verdict(S, FW) == verdicts.MACHINE_CHANGED == verdicts.verdict(S, FB)
+    # 0 within 0.1; 0.12 beyond 0.1
+    assert verdicts.verdict(U, FW) == verdicts.MACHINE_CHANGED == verdicts.verdict(U, FB)
+    assert verdicts.verdict(out(stats.UNKNOWN, 0.17), FW) == verdicts.CANNOT_TELL
+    assert verdicts.verdict(U, U) == verdicts.CANNOT_TELL
+    assert verdicts.verdict(S, S) == verdicts.UNCHANGED == verdicts.verdict(S, U)
+    assert verdicts.verdict(B, S) == verdicts.IMPROVED
+    assert verdicts.verdict(W, None) == verdicts.REGRESSED
+    assert verdicts.verdict(U, None) == verdicts.CANNOT_TELL
     # a floor that is an MPI figure (the datatypes' contiguous send): its move is never
     # "machine changed", and a cost beyond a worse one is MPI's alone, not "both"
-    for cost, floor in ((S, FW), (S, FB), (U, FW), (W, out(gate.WORSE, 0.5))):
-        assert gate.verdict(cost, floor, mpi_floor=True) == gate.CANNOT_TELL
-    assert gate.verdict(W, FW, mpi_floor=True) == gate.MPI_REGRESSED
+    for cost, floor in ((S, FW), (S, FB), (U, FW), (W, out(stats.WORSE, 0.5))):
+        assert verdicts.verdict(cost, floor, mpi_floor=True) == verdicts.CANNOT_TELL
+    assert verdicts.verdict(W, FW, mpi_floor=True) == verdicts.MPI_REGRESSED
     for cost, floor in ((W, S), (S, S), (B, S), (U, U), (W, None)):
-        assert gate.verdict(cost, floor, True) == gate.verdict(cost, floor)
+        assert verdicts.verdict(cost, floor, True) == verdicts.verdict(cost, floor)
 
 
 def test_a_moved_mpi_floor_reads_cannot_tell_and_says_why():
@@ -348,14 +353,14 @@ def test_a_moved_mpi_floor_reads_cannot_tell_and_says_why():
            t0: samples(noisy(8, 5.0, 0.2, 6), t0)}
     # over the floor (the slope fitted on a baseline of unrelated noise leaves it undecided)
     by_variable = {c.variable: c for c in gate.compare(base, new, gate.Settings(
-        adjust=gate.RATIO))}
+        adjust=stats.RATIO))}
     comp = by_variable['r_inf']
-    assert comp.floor.outcome == gate.BETTER and comp.cost.outcome == gate.WORSE
-    assert comp.verdict == gate.CANNOT_TELL, gate.describe(comp)
-    assert {c.variable: c.verdict for c in gate.compare(base, new)}['r_inf'] == gate.CANNOT_TELL
+    assert comp.floor.outcome == stats.BETTER and comp.cost.outcome == stats.WORSE
+    assert comp.verdict == verdicts.CANNOT_TELL, verdicts.describe(comp)
+    assert {c.variable: c.verdict for c in gate.compare(base, new)}['r_inf'] == verdicts.CANNOT_TELL
     assert comp.note.startswith('its floor r_inf_contig is the contiguous send')
     assert "the MPI's or the machine's" in comp.note and 'would decide' not in comp.note
-    gate.machine_notes(list(by_variable.values()))
+    verdicts.machine_notes(list(by_variable.values()))
     assert 'machine changed' not in by_variable['t0'].note
 
 
@@ -363,11 +368,11 @@ WAIT = KEY[:4] + (experiments.CPU_WAIT,)
 
 
 @pytest.mark.parametrize('base_wait,new_wait,want', [
-    (0.002, 0.45, gate.MACHINE_CHANGED),    # busy loops on the cores: not MPI's
-    (None, 0.45, gate.MACHINE_CHANGED),     # a baseline from before the figure: none then
-    (0.002, 0.004, gate.MPI_REGRESSED),     # quiet both times: MPI's
-    (0.40, 0.45, gate.MPI_REGRESSED),       # contended both times: comparable, MPI's
-    (0.002, None, gate.MPI_REGRESSED)])     # no figure now: the floors' rule alone
+    (0.002, 0.45, verdicts.MACHINE_CHANGED),    # busy loops on the cores: not MPI's
+    (None, 0.45, verdicts.MACHINE_CHANGED),     # a baseline from before the figure: none then
+    (0.002, 0.004, verdicts.MPI_REGRESSED),     # quiet both times: MPI's
+    (0.40, 0.45, verdicts.MPI_REGRESSED),       # contended both times: comparable, MPI's
+    (0.002, None, verdicts.MPI_REGRESSED)])     # no figure now: the floors' rule alone
 def test_launches_contended_for_their_cpus_are_never_an_mpi_regression(base_wait, new_wait,
                                                                         want):
     """MPICH 4's 1 MiB bandwidth fell 43-52 % beside busy loops while its floor fell 7-32 %
@@ -385,9 +390,9 @@ def test_launches_contended_for_their_cpus_are_never_an_mpi_regression(base_wait
 
     comps = gate.compare(side(bv, bf, base_wait, 'b'), side(nv, nf, new_wait, 'n'))
     comp, = comps
-    assert comp.verdict == want, gate.describe(comp)
-    assert ('waited for a CPU' in comp.note) == (want == gate.MACHINE_CHANGED)
-    if want == gate.MACHINE_CHANGED:
+    assert comp.verdict == want, verdicts.describe(comp)
+    assert ('waited for a CPU' in comp.note) == (want == verdicts.MACHINE_CHANGED)
+    if want == verdicts.MACHINE_CHANGED:
         assert 'MPI not judged (without it: MPI regressed)' in comp.note
     for check in ('PingPong', 'ParkbenchComms', 'DerivedDatatypes'):
         assert experiments.CPU_WAIT in experiments.gated_variables(check)
@@ -403,7 +408,7 @@ def test_contended_launches_read_machine_changed_whatever_the_rule_said():
     new = {KEY: samples(nv, session='n'), FLOOR: samples(nf, FLOOR, session='n'),
            WAIT: samples([0.33] * 8, WAIT, '', session='n')}
     comp, = gate.compare(base, new)
-    assert comp.verdict == gate.MACHINE_CHANGED and 'without it: ' in comp.note
+    assert comp.verdict == verdicts.MACHINE_CHANGED and 'without it: ' in comp.note
     assert compare.exit_code([comp], False) == 0 and compare.exit_code([comp], True) == 1
 
 
@@ -418,8 +423,8 @@ def test_a_worse_ratio_of_two_mpi_figures_of_one_job_is_mpis():
          t0: samples(noisy(8, 0.16, 0.02, 2), t0)},
         {slowdown: samples(noisy(8, 11.0, 0.02, 3), slowdown, 'x'),
          t0: samples(noisy(8, 0.32, 0.02, 4), t0)})}
-    assert comps['slowdown'].verdict == gate.MPI_REGRESSED and comps['slowdown'].note
-    assert comps['t0'].verdict == gate.REGRESSED          # no floor on either side
+    assert comps['slowdown'].verdict == verdicts.MPI_REGRESSED and comps['slowdown'].note
+    assert comps['t0'].verdict == verdicts.REGRESSED          # no floor on either side
     assert experiments.is_own_ratio('DerivedDatatypes', 'slowdown')
     assert not experiments.is_own_ratio('PingPong', 'latency_8B')
 
@@ -427,13 +432,13 @@ def test_a_worse_ratio_of_two_mpi_figures_of_one_job_is_mpis():
 def test_no_baseline_decides_nothing():
     other = KEY[:4] + ('latency_1024B',)
     comps = gate.compare({KEY: samples([1, 1, 1])}, {other: samples([1, 1, 1], other)})
-    assert [c.verdict for c in comps] == [gate.NO_BASELINE]
+    assert [c.verdict for c in comps] == [verdicts.NO_BASELINE]
 
 
 def test_another_binding_is_not_compared_and_what_changed_is_named():
     comps = gate.compare({KEY: samples([1, 1.1, 1.2], mpi_version='4.1.4')},
                          {KEY: samples([3, 3.1, 3.2], binding='none', mpi_version='5.0.6')})
-    assert comps[0].verdict == gate.NOT_COMPARABLE and 'binding core -> none' in comps[0].note
+    assert comps[0].verdict == verdicts.NOT_COMPARABLE and 'binding core -> none' in comps[0].note
     assert comps[0].provenance_changes['mpi_version'] == ('4.1.4', '5.0.6')
 
 
@@ -568,7 +573,7 @@ def test_a_change_point_is_kept_by_the_gates_rule_on_the_windows_around_it():
                 for i, m in enumerate(medians)]
     shifted = series_of([0.5] * 12 + [0.56] * 12, 0.005)          # +12 %, 0.5 % noise
     _, (cp,) = trend.history(shifted)
-    assert cp.session == 's12' and cp.worse and cp.judged.outcome == gate.WORSE
+    assert cp.session == 's12' and cp.worse and cp.judged.outcome == stats.WORSE
     low, high = cp.interval
     assert low > math.expm1(cp.judged.threshold) and low < cp.change < high
     wobbly = [0.5 * math.exp(d) for d in np.random.default_rng(3).normal(0, 0.12, 24)]
@@ -680,11 +685,11 @@ def test_bench_rules_on_synthetic_sessions():
     slowed, = ev[bench_gate.SLOWED]
     assert not slowed['slope']['fail'] and slowed['old']['fail']
     # The baseline's own sessions spread by 30 %: a floor 1.8x slower is within what it saw.
-    assert not set(slowed['slope']['verdicts'].values()) & set(gate.SOFTWARE_REGRESSED)
+    assert not set(slowed['slope']['verdicts'].values()) & set(verdicts.SOFTWARE_REGRESSED)
     degraded, = ev[bench_gate.DEGRADED]
-    verdicts = degraded['slope']['verdicts']
-    assert all(v == gate.MPI_REGRESSED for k, v in verdicts.items() if k.startswith('openmpi'))
-    assert not any(v in gate.SOFTWARE_REGRESSED for k, v in verdicts.items()
+    said = degraded['slope']['verdicts']
+    assert all(v == verdicts.MPI_REGRESSED for k, v in said.items() if k.startswith('openmpi'))
+    assert not any(v in verdicts.SOFTWARE_REGRESSED for k, v in said.items()
                    if k.startswith('mpich'))
     assert len(ev['power'][0.2]) == 1
     # launches until decided: the same sessions, judged at 6 launches a side (one look)
@@ -724,15 +729,16 @@ def test_repeated_launches_are_interleaved_in_time():
 
 @pytest.mark.parametrize('n_base,n_new,level', [(160, 8, 0.9999), (3, 3, 0.95), (24, 7, 0.999)])
 def test_the_bootstrap_interval_is_scipys_percentile_bootstrap(n_base, n_new, level):
-    from scipy import stats
+    from scipy import stats as scipy_stats
     rng = np.random.default_rng(n_base)
     base, new = rng.lognormal(0, 0.3, n_base), rng.lognormal(0.1, 0.3, n_new)
     settings = gate.Settings()
-    ref = stats.bootstrap((new, base), lambda a, b, axis=-1: np.median(a, axis=axis)
+    ref = scipy_stats.bootstrap((new, base), lambda a, b, axis=-1: np.median(a, axis=axis)
                           - np.median(b, axis=axis), vectorized=True, paired=False,
                           n_resamples=settings.n_boot, method='percentile',
                           confidence_level=level, rng=np.random.default_rng(settings.seed))
-    low, high = gate._boot_interval(list(base), list(new), level, settings)
+    low, high = stats.boot_interval(list(base), list(new), level, settings.n_boot,
+                                    settings.seed)
     assert low == pytest.approx(ref.confidence_interval.low, abs=1e-12)
     assert high == pytest.approx(ref.confidence_interval.high, abs=1e-12)
     assert low < high

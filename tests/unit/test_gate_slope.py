@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pytest
 
-from commcheck.analysis import gate
+from commcheck.analysis import gate, stats, verdicts
 from tests.unit.test_gate import FLOOR, KEY, samples
 
 SLOPE = 0.5
@@ -51,18 +51,18 @@ def judged(rng, adjust: str, **new) -> gate.Comparison:
     return comp
 
 
-def share(adjust: str, seed: int, runs: int, verdicts, **new) -> float:
+def share(adjust: str, seed: int, runs: int, counted, **new) -> float:
     rng = np.random.default_rng(seed)
-    return sum(judged(rng, adjust, **new).verdict in verdicts for _ in range(runs)) / runs
+    return sum(judged(rng, adjust, **new).verdict in counted for _ in range(runs)) / runs
 
 
 def test_clean_sessions_are_not_flagged_and_the_slope_gains_power():
-    software = set(gate.SOFTWARE_REGRESSED)
-    false = {a: share(a, 1, 150, software) for a in (gate.SLOPE, gate.RATIO)}
-    power = {a: share(a, 2, 100, software, mpi=1.10) for a in (gate.SLOPE, gate.RATIO)}
+    software = set(verdicts.SOFTWARE_REGRESSED)
+    false = {a: share(a, 1, 150, software) for a in (stats.SLOPE, stats.RATIO)}
+    power = {a: share(a, 2, 100, software, mpi=1.10) for a in (stats.SLOPE, stats.RATIO)}
     print(f'\nfalse alarms {false}; power at +10 % {power}')
-    assert false[gate.SLOPE] <= 0.05 and false[gate.RATIO] <= 0.05
-    assert power[gate.SLOPE] > power[gate.RATIO] + 0.2
+    assert false[stats.SLOPE] <= 0.05 and false[stats.RATIO] <= 0.05
+    assert power[stats.SLOPE] > power[stats.RATIO] + 0.2
 
 
 @pytest.mark.parametrize('response', [0.0, 1.0, 2.0])
@@ -72,9 +72,9 @@ def test_a_slowed_machine_never_reads_mpi_regressed(response):
     to hide it): never MPI regressed, whatever slope the baseline fitted."""
     rng = np.random.default_rng(int(response * 10) + 3)
     for _ in range(20):
-        comp = judged(rng, gate.SLOPE, machine=1.4, response=response, switch=0.0)
-        assert comp.floor.outcome == gate.WORSE
-        assert comp.verdict not in gate.SOFTWARE_REGRESSED, gate.describe(comp)
+        comp = judged(rng, stats.SLOPE, machine=1.4, response=response, switch=0.0)
+        assert comp.floor.outcome == stats.WORSE
+        assert comp.verdict not in verdicts.SOFTWARE_REGRESSED, verdicts.describe(comp)
 
 
 def test_what_regimes_can_hide():
@@ -82,8 +82,8 @@ def test_what_regimes_can_hide():
     whose floor's move the regimes hide (the floor's interval between sessions spans them),
     MPI following it by 2 (not by the 0.5 the baseline's regimes showed): the slope reads
     part of it as MPI's, more often than the ratio, whose own spread is the regimes'."""
-    software = set(gate.SOFTWARE_REGRESSED)
+    software = set(verdicts.SOFTWARE_REGRESSED)
     hidden = {a: share(a, 5, 60, software, machine=1.4, response=2.0)
-              for a in (gate.SLOPE, gate.RATIO)}
+              for a in (stats.SLOPE, stats.RATIO)}
     print(f'\nmachine 40 % slower, response 2, hidden by the regimes: flagged {hidden}')
-    assert hidden[gate.SLOPE] > hidden[gate.RATIO]
+    assert hidden[stats.SLOPE] > hidden[stats.RATIO]

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from commcheck import cli
-from commcheck.analysis import gate, junit, paired
+from commcheck.analysis import gate, junit, paired, verdicts
 from commcheck.cli import compare
 from commcheck.results import history_gen, store
 from tests.unit.test_gate import FLOOR, KEY, launches, noisy, samples
@@ -42,9 +42,9 @@ def comparisons() -> list[gate.Comparison]:
            bw: samples([9000, 9100, 8900], bw, 'MB/s', session='n')}
     comps = gate.compare(base, new)
     assert {c.variable: c.verdict for c in comps if c.key.environ == 'gnu-openmpi4'} == {
-        'latency_8B': gate.MACHINE_CHANGED, 'latency_1024B': gate.UNCHANGED,
-        'bw_1048576B': gate.NO_BASELINE}
-    assert [c.verdict for c in comps if c.key.environ == 'gnu-mpich4'] == [gate.MPI_REGRESSED]
+        'latency_8B': verdicts.MACHINE_CHANGED, 'latency_1024B': verdicts.UNCHANGED,
+        'bw_1048576B': verdicts.NO_BASELINE}
+    assert [c.verdict for c in comps if c.key.environ == 'gnu-mpich4'] == [verdicts.MPI_REGRESSED]
     return comps
 
 
@@ -74,7 +74,7 @@ def test_one_case_per_variable_failures_where_compare_exits_1(tmp_path):
     message = failure.get('message')
     assert message.startswith("MPI regressed; MPI's own cost +") and 'worse-positive' in message
     assert 'threshold ' in message and 'floor floor_latency_8B ' in message
-    comp = next(c for c in comps if c.verdict == gate.MPI_REGRESSED)
+    comp = next(c for c in comps if c.verdict == verdicts.MPI_REGRESSED)
     assert comp.cost.interval() in message and comp.floor.interval() in message
     assert 'launches 8/8' in failure.text
     machine = found[('sys/part/gnu-openmpi4/PingPong %lang=c', 'latency_8B')]
@@ -99,7 +99,7 @@ def test_a_changed_machine_fails_only_when_the_site_asked(tmp_path):
     assert failed.find('failure').get('type') == 'machine changed'
 
 
-@pytest.mark.parametrize('verdict', gate.VERDICTS)
+@pytest.mark.parametrize('verdict', verdicts.VERDICTS)
 def test_every_verdict_is_failure_skipped_or_passed_as_the_exit_code_says(tmp_path, verdict):
     comp = gate.Comparison(key=KEY, unit='us', direction='lower', base=[], new=[],
                            verdict=verdict, note='a note')
@@ -107,8 +107,8 @@ def test_every_verdict_is_failure_skipped_or_passed_as_the_exit_code_says(tmp_pa
         (case,) = parsed(tmp_path, [comp], flag).iter('testcase')
         kinds = [e.tag for e in case if e.tag != 'system-out']
         want = ['failure'] if compare.exit_code([comp], flag) == 1 else \
-            ['skipped'] if verdict in (gate.CANNOT_TELL, gate.NO_BASELINE,
-                                       gate.NOT_COMPARABLE) else []
+            ['skipped'] if verdict in (verdicts.CANNOT_TELL, verdicts.NO_BASELINE,
+                                       verdicts.NOT_COMPARABLE) else []
         assert kinds == want, (verdict, flag)
         said = case.find(want[0]).get('message') if want else case.find('system-out').text
         assert said.startswith(verdict) and 'a note' in said
@@ -133,8 +133,8 @@ def test_compare_writes_the_junit_beside_its_json_and_keeps_its_exit_code(tmp_pa
         case = found[(f"{c['system']}/{c['partition']}/{c['environ']}/{c['test']}",
                       c['variable'])]
         failure, skipped = case.find('failure'), case.find('skipped')
-        assert (failure is not None) == (c['verdict'] in gate.SOFTWARE_REGRESSED), c
-        assert (skipped is not None) == (c['verdict'] in gate.UNDECIDED), c
+        assert (failure is not None) == (c['verdict'] in verdicts.SOFTWARE_REGRESSED), c
+        assert (skipped is not None) == (c['verdict'] in verdicts.UNDECIDED), c
         said = (failure if failure is not None else skipped if skipped is not None
                 else case.find('system-out'))
         assert (said.get('message') or said.text).startswith(c['verdict'])

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import stats as scipy_stats
 
-from commcheck.analysis import gate, paired
+from commcheck.analysis import paired, stats, verdicts
 from commcheck.results.store import Sample
 
 OLD, NEW = 'gnu-openmpi414', 'gnu-openmpi416'
@@ -50,33 +50,33 @@ def test_the_interval_is_the_signed_rank_tests():
     shifted by it rejects at the same level (the interval inverts the test)."""
     d = list(np.random.default_rng(3).normal(0.04, 0.03, 12))
     level = 1 - 0.05 / 3
-    centre, low, high = paired.interval(d, level)
+    centre, low, high = stats.walsh_interval(d, level)
     assert low < centre < high
     for c in np.linspace(low - 0.05, high + 0.05, 201):
         if min(abs(c - low), abs(c - high)) < 1e-9:
             continue
-        p = stats.wilcoxon(np.asarray(d) - c, method='exact').pvalue
+        p = scipy_stats.wilcoxon(np.asarray(d) - c, method='exact').pvalue
         assert (not low <= c <= high) == (p < 1 - level), (c, p)
 
 
 def test_too_few_pairs_cannot_reach_the_level():
-    assert paired.min_pairs(1 - 0.05 / 6) == 8      # 2 / 2^8 < 0.05 / 6 < 2 / 2^7
-    assert paired.interval([0.1] * 7, 1 - 0.05 / 6) is None
+    assert stats.min_pairs(1 - 0.05 / 6) == 8      # 2 / 2^8 < 0.05 / 6 < 2 / 2^7
+    assert stats.walsh_interval([0.1] * 7, 1 - 0.05 / 6) is None
     out = paired.judge([0.5] * 7, m=6)
-    assert out.outcome == gate.UNKNOWN and out.needed == 8
+    assert out.outcome == stats.UNKNOWN and out.needed == 8
 
 
 def test_a_a_reads_no_regression_across_regimes():
     """Same stack under two names; each pair's launches share a regime, the regimes differ 4x
     between pairs: never flagged, and the interval is narrow enough to say the same."""
-    verdicts = [one(session(12, seed)).verdict for seed in range(20)]
-    assert not set(verdicts) & set(gate.SOFTWARE_REGRESSED), verdicts
-    assert verdicts.count(gate.UNCHANGED) >= 15, verdicts
+    said = [one(session(12, seed)).verdict for seed in range(20)]
+    assert not set(said) & set(verdicts.SOFTWARE_REGRESSED), said
+    assert said.count(verdicts.UNCHANGED) >= 15, said
 
 
 def test_a_slower_new_stack_is_named_with_its_size():
     j = one(session(12, 7, slower=1.05))
-    assert j.verdict == gate.MPI_REGRESSED and j.slower == NEW
+    assert j.verdict == verdicts.MPI_REGRESSED and j.slower == NEW
     assert 0.03 < math.expm1(j.cost.change) < 0.07
     assert math.expm1(j.cost.low) > 0.02 and j.detectable < 0.05
     assert j.statement().startswith(f'{NEW} slower by 5.')
@@ -84,28 +84,28 @@ def test_a_slower_new_stack_is_named_with_its_size():
 
 def test_a_faster_new_stack_names_the_old_one():
     j = one(session(12, 8, slower=0.90))
-    assert j.verdict == gate.IMPROVED and j.slower == OLD
+    assert j.verdict == verdicts.IMPROVED and j.slower == OLD
     assert j.statement().startswith(f'{OLD} slower by')
 
 
 def test_a_pair_whose_floors_differ_is_left_out():
     j = one(session(12, 9, machine_pairs=(2, 5)))
     assert [i for i, p in enumerate(j.pairs) if p.machine] == [2, 5]
-    assert j.verdict == gate.UNCHANGED and '2 of 12 pairs left out' in j.note
+    assert j.verdict == verdicts.UNCHANGED and '2 of 12 pairs left out' in j.note
 
 
 def test_most_pairs_machine_changed_is_not_an_mpi_verdict():
     j = one(session(12, 10, slower=1.3, machine_pairs=range(8)))
-    assert j.verdict == gate.MACHINE_CHANGED and j.slower is None
+    assert j.verdict == verdicts.MACHINE_CHANGED and j.slower is None
     assert '8 of 12 pairs' in j.note
 
 
 def test_undecided_says_how_many_pairs_would_decide():
     j = one(session(9, 11, slower=1.03), min_effect=0.02)
-    if j.verdict == gate.CANNOT_TELL:
+    if j.verdict == verdicts.CANNOT_TELL:
         assert j.pairs_needed > 9 and f'about {j.pairs_needed} pairs' in j.note
     else:
-        assert j.verdict == gate.MPI_REGRESSED
+        assert j.verdict == verdicts.MPI_REGRESSED
 
 
 def test_launches_pair_with_their_neighbour_in_time():
@@ -127,7 +127,7 @@ def test_bandwidth_worse_is_a_smaller_figure():
             out += [sample(env, 'bw_1048576B', bw, t, 'MB/s'),
                     sample(env, 'floor_bw_1048576B', f, t, 'MB/s')]
     j = one(out)
-    assert j.verdict == gate.MPI_REGRESSED and j.slower == NEW
+    assert j.verdict == verdicts.MPI_REGRESSED and j.slower == NEW
 
 
 @pytest.mark.parametrize('binding', ['none'])
@@ -137,7 +137,7 @@ def test_another_binding_is_not_compared(binding):
                                                   'provenance': (('binding', binding),
                                                                  ('placement', 'same-node'))})
              for s in samples]
-    assert one(moved).verdict == gate.NOT_COMPARABLE
+    assert one(moved).verdict == verdicts.NOT_COMPARABLE
 
 
 def test_own_costs_and_declared_floors_are_not_judged_on_their_own():
@@ -169,7 +169,7 @@ def test_an_mpi_floor_is_each_stacks_own_so_the_value_is_judged():
              for s in samples]
     judged, = paired.compare(dtype, OLD, NEW)
     assert judged.floor_variable is None and judged.floor is None
-    assert judged.verdict == gate.REGRESSED and judged.slower == NEW
+    assert judged.verdict == verdicts.REGRESSED and judged.slower == NEW
     assert judged.note.startswith('judged on the value: its floor, the contiguous send')
 
 
@@ -194,10 +194,10 @@ def test_the_slope_fitted_takes_out_what_the_ratio_adds():
     """A floor that MPI hardly follows: over it (the ratio) the pairs spread wide and +6 %
     cannot be told; adjusted by the fitted slope it is flagged, the slope near the truth."""
     samples = loose_session(16, 31, slower=1.06)
-    fitted, ratio = one(samples), one(samples, adjust=paired.RATIO)
+    fitted, ratio = one(samples), one(samples, adjust=stats.RATIO)
     assert fitted.cost.slope == pytest.approx(0.2, abs=0.2) and ratio.cost.slope == 1.0
     assert fitted.cost.high - fitted.cost.low < 0.6 * (ratio.cost.high - ratio.cost.low)
-    assert fitted.verdict == gate.MPI_REGRESSED and ratio.verdict == gate.CANNOT_TELL
+    assert fitted.verdict == verdicts.MPI_REGRESSED and ratio.verdict == verdicts.CANNOT_TELL
     assert fitted.judged().startswith('value adjusted by its floor (slope 0.')
     assert ratio.judged() == "MPI's own cost (value over floor)"
     record = paired.record(['s'], OLD, NEW, paired.Settings(), [fitted])
@@ -208,9 +208,9 @@ def test_the_slope_fitted_takes_out_what_the_ratio_adds():
 def test_the_ratio_setting_is_the_rule_before_the_slope():
     """adjust=ratio judges MPI's own cost, the value over its floor: the Walsh interval of
     d_y - d_x, as before issue 44."""
-    j = one(session(12, 7, slower=1.05), adjust=paired.RATIO)
+    j = one(session(12, 7, slower=1.05), adjust=stats.RATIO)
     d = [p.raw(j.direction) - p.floor() for p in j.pairs]
-    assert (j.cost.change, j.cost.low, j.cost.high) == paired.interval(d, 0.95)
+    assert (j.cost.change, j.cost.low, j.cost.high) == stats.walsh_interval(d, 0.95)
 
 
 @pytest.mark.parametrize('response', [0.0, 1.0, 2.0])
@@ -227,23 +227,23 @@ def test_a_machine_slowed_for_the_new_stack_is_never_an_mpi_regression(response)
             value = 0.2 * slow ** response * math.exp(rng.normal(0, 0.01))
             t += 1.0
             out += [sample(env, 'latency_8B', value, t), sample(env, 'floor_latency_8B', floor, t)]
-    for adjust in (paired.SLOPE, paired.RATIO):
+    for adjust in (stats.SLOPE, stats.RATIO):
         j = one(out, adjust=adjust, floor_margin=0.5)     # no pair set aside: all judged
-        assert j.verdict == gate.MACHINE_CHANGED, (adjust, j.verdict, j.note)
+        assert j.verdict == verdicts.MACHINE_CHANGED, (adjust, j.verdict, j.note)
 
 
 def test_an_acceptance_margin_passes_a_a_and_refuses_a_slowdown_beyond_it():
     aa = one(session(16, 3), accept=0.05)
-    assert aa.acceptance == paired.PASS and aa.decided and aa.bound < 0.05
+    assert aa.acceptance == verdicts.PASS and aa.decided and aa.bound < 0.05
     assert 'accepted: not slower by more than 5%' in aa.statement()
     slow = one(session(16, 4, slower=1.12), accept=0.05)
-    assert slow.acceptance == paired.FAIL and slow.verdict == gate.MPI_REGRESSED
+    assert slow.acceptance == verdicts.FAIL and slow.verdict == verdicts.MPI_REGRESSED
     assert slow.bound > 0.05 and 'refused: slower by more than 5%' in slow.statement()
     # +3 %: slower beyond the 2 % threshold, within the 5 % accepted: it passes, and the
     # threshold alone would have flagged it
     small = one(session(16, 5, slower=1.03), accept=0.05)
-    assert small.acceptance == paired.PASS and small.verdict == gate.UNCHANGED
-    assert one(session(16, 5, slower=1.03)).verdict == gate.MPI_REGRESSED
+    assert small.acceptance == verdicts.PASS and small.verdict == verdicts.UNCHANGED
+    assert one(session(16, 5, slower=1.03)).verdict == verdicts.MPI_REGRESSED
     assert one(session(16, 5)).acceptance is None
 
 

@@ -130,6 +130,8 @@ def test_pairs_needed_follow_the_spread_and_the_distance():
     assert stats.needed(10, 0.01, 0.02, 1000) == 11          # never fewer than one more
     assert stats.needed(10, 0.5, 0.001, 1000) == 1001        # "more than 1000"
     assert stats.needed(10, 0.04, 0.0, 1000) is None         # on the boundary
+    assert stats.needed(10, 0.01, 0.02, 1000, least=16) == 16    # what the test needs at all
+    assert stats.needed(10, 0.5, 0.001, 1000, least=16) == 1001
     assert stats.distance(0.03, T) == pytest.approx(0.03 - T)
     assert stats.distance(0.03, T, M) == pytest.approx(M - 0.03)
     assert stats.distance(0.08, T, M) == pytest.approx(0.08 - M)

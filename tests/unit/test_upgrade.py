@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from commcheck import paths
-from commcheck.analysis import gate, paired
+from commcheck.analysis import paired, verdicts
 from commcheck.cli import pairing, upgrade
 from commcheck.errors import UserError
 from commcheck.results.store import Sample
@@ -150,8 +150,9 @@ def test_a_fixed_count_is_one_look_at_all_of_alpha():
     (['pass', 'pass'], 0), (['pass', 'fail'], 1), (['pass', None], 3), ([None, 'fail'], 1)])
 def test_with_a_margin_the_exit_code_is_the_acceptances(results, code):
     judged = [SimpleNamespace(accept=0.05, acceptance=r,
-                              verdict={'fail': gate.MPI_REGRESSED, 'pass': gate.UNCHANGED}.get(
-                                  r, gate.CANNOT_TELL)) for r in results]
+                              verdict={'fail': verdicts.MPI_REGRESSED,
+                                       'pass': verdicts.UNCHANGED}.get(r, verdicts.CANNOT_TELL))
+              for r in results]
     assert upgrade.exit_code(judged) == code
 
 

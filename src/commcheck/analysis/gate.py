@@ -26,20 +26,20 @@ MPI's own cost and the floor. Each comparison has three outcomes (as Chromium's 
   observed: ``n * (half-width / margin)^2``, margin the distance of the estimate from the
   threshold, never fewer than the rank test needs.
 
-The verdict (:func:`verdict`): ``MPI regressed`` (own cost worse, floor not, and worse by more
-than the floor's estimated move where that move is undecided), ``machine changed`` (floor
-moved, own cost not worse by more than that move: :func:`beyond_the_floor`), ``both``,
-``improved``, ``unchanged``, ``cannot tell``. A floor that moved beyond doubt makes
-the verdict "machine changed" also where MPI's own cost cannot be told (its interval not
-beyond the floor's move): the node is different today, which is what such a session shows.
-A variable that cannot be told, or an MPI regressed whose own floor held, while another floor
-of the same launches moved says so in its note (:func:`machine_notes`). Variables without a
-floor are judged on the raw value by the same rule (``regressed``). Two more facts of the
-launches bound what MPI's own cost can say: a floor that is an MPI figure itself (the
-datatypes' contiguous send) never makes "machine changed" (its move may be the MPI's:
+The verdict (:mod:`commcheck.analysis.verdicts`: the rule and its words): ``MPI regressed`` (own
+cost worse, floor not, and worse by more than the floor's estimated move where that move is
+undecided), ``machine changed`` (floor moved, own cost not worse by more than that move:
+``verdicts.beyond_the_floor``), ``both``, ``improved``, ``unchanged``, ``cannot tell``. A floor
+that moved beyond doubt makes the verdict "machine changed" also where MPI's own cost cannot be
+told (its interval not beyond the floor's move): the node is different today, which is what such
+a session shows. A variable that cannot be told, or an MPI regressed whose own floor held, while
+another floor of the same launches moved says so in its note (``verdicts.machine_notes``).
+Variables without a floor are judged on the raw value by the same rule (``regressed``). Two more
+facts of the launches bound what MPI's own cost can say: a floor that is an MPI figure itself
+(the datatypes' contiguous send) never makes "machine changed" (its move may be the MPI's:
 "cannot tell"); and launches whose ranks waited for a CPU well beyond the baseline's
-(:func:`contended`: busy loops on their cores) read "machine changed", as where a floor
-moved (a pipelined transport slows more than its floor there: :func:`contention`).
+(:func:`contended`: busy loops on their cores) read "machine changed", as where a floor moved (a
+pipelined transport slows more than its floor there: :func:`contention`).
 
 Intervals, on log values (so a change is a ratio), at the family-wise level 1 - alpha/m for m
 variables compared together (Bonferroni):
@@ -69,32 +69,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from commcheck import experiments
-from commcheck.analysis import robust, stats
-from commcheck.analysis.stats import BETTER, SAME, UNKNOWN, WORSE, Outcome, decide
-from commcheck.results.store import Sample, SampleKey, key_label
-
-MPI_REGRESSED, BOTH, REGRESSED = 'MPI regressed', 'both', 'regressed'
-MACHINE_CHANGED, CANNOT_TELL = 'machine changed', 'cannot tell'
-IMPROVED, UNCHANGED, NO_BASELINE, NOT_COMPARABLE = (
-    'improved', 'unchanged', 'no baseline', 'not comparable')
-VERDICTS = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, CANNOT_TELL, IMPROVED, UNCHANGED,
-            NO_BASELINE, NOT_COMPARABLE)
-SLOPE, RATIO = 'slope', 'ratio'     #: how a floor adjusts its variable (Settings.adjust)
-#: Verdicts that mean the software got slower: ``commcheck compare`` exits 1 on them.
-SOFTWARE_REGRESSED = (MPI_REGRESSED, BOTH, REGRESSED)
-#: Verdicts that decided something (``commcheck compare`` exits 3 when it has none).
-DECIDED = (MPI_REGRESSED, BOTH, REGRESSED, MACHINE_CHANGED, IMPROVED, UNCHANGED)
-#: Verdicts that decide nothing: the samples cannot tell, or there is nothing to compare with.
-UNDECIDED = tuple(v for v in VERDICTS if v not in DECIDED)
-
-
-def fails(verdict: str, fail_on_machine_change: bool = False) -> bool:
-    """Whether a verdict fails the gate (``commcheck compare`` exits 1, its JUnit test case
-    fails): the software regressed, or the machine changed and the site asked to fail on it."""
-    return verdict in SOFTWARE_REGRESSED or (fail_on_machine_change and
-                                             verdict == MACHINE_CHANGED)
-#: Provenance fields that must match for two samples to measure the same thing.
-SAME_SETUP = ('binding', 'placement')
+from commcheck.analysis import robust, stats, verdicts
+from commcheck.analysis.stats import RATIO, UNKNOWN, Outcome, decide
+from commcheck.analysis.verdicts import CANNOT_TELL, NO_BASELINE, NOT_COMPARABLE
+from commcheck.results.store import Sample, SampleKey
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +91,7 @@ class Settings:
     seed: int = 20261122        #: fixed, so the same samples give the same interval
     #: how a floor adjusts its key variable: ``ratio`` (over the floor: slope 1) or ``slope``
     #: (the baseline's, fitted: docs/gate.md says why it is not the default between sessions)
-    adjust: str = 'ratio'
+    adjust: str = RATIO
 
     def threshold(self, between: float | None, within: float) -> float:
         """The minimum effect as a log ratio: given, or from the spread between sessions
@@ -138,38 +116,6 @@ class Series:
         return [statistics.median(g) for g in groups.values()]
 
 
-def _min_rank_launches(alpha: float) -> int:
-    """Launches a side (equal sides) at which Mann-Whitney can reach p < alpha at all."""
-    n = 1
-    while 2 / math.comb(2 * n, n) >= alpha:
-        n += 1
-    return n
-
-
-def _boot_interval(base: list[float], new: list[float], level: float, settings: Settings):
-    """(low, high) of the percentile bootstrap of median(new) - median(base), each side
-    resampled on its own (unpaired). The same resampling and percentiles as
-    ``scipy.stats.bootstrap(method='percentile', paired=False)`` with the same generator
-    (``tests/unit/test_gate.py`` holds the two equal), without its per-call checks: the gate
-    computes one or two per key variable, some hundreds for a suite."""
-    rng = np.random.default_rng(settings.seed)
-    medians = []
-    for side in (np.asarray(new), np.asarray(base)):
-        picks = rng.integers(0, len(side), (settings.n_boot, len(side)))
-        medians.append(np.median(side[picks], axis=-1))
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(medians[0] - medians[1], [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def _rank_p(base: list[float], new: list[float]) -> float:
-    """Two-sided Mann-Whitney U p-value (1 where every value is equal)."""
-    from scipy import stats  # here: scipy.stats costs a second to import; sessions need none
-    if len(set(base) | set(new)) == 1:
-        return 1.0
-    return float(stats.mannwhitneyu(new, base, alternative='two-sided').pvalue)
-
-
 def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings(),
           between: float | None = None, widen: float = 0.0) -> Outcome:
     """The three-outcome comparison of one quantity (see the module's docstring).
@@ -180,7 +126,8 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
     level = 1 - settings.alpha / max(m, 1)
     change = statistics.median(new.values) - statistics.median(base.values)
     # sorted: the same launches give the same interval in whatever order they were read
-    low, high = _boot_interval(sorted(base.values), sorted(new.values), level, settings)
+    low, high = stats.boot_interval(sorted(base.values), sorted(new.values), level,
+                                    settings.n_boot, settings.seed)
     medians = base.by_session()
     if between is None and len(medians) >= settings.min_sessions:
         between = robust.sigma(medians)
@@ -197,67 +144,15 @@ def judge(base: Series, new: Series, m: int = 1, settings: Settings = Settings()
         rank_ok, rank_n = True, 0
     else:
         out = Outcome(UNKNOWN, change, low, high, threshold, 'launches',
-                      p=_rank_p(base.values, new.values))
-        rank_n = _min_rank_launches(1 - level)
+                      p=stats.rank_p(base.values, new.values))
+        rank_n = stats.min_rank_launches(1 - level)
         rank_ok = out.p < 1 - level
     out.low, out.high = low, high = low - widen, high + widen
     out.outcome = decide(low, high, threshold, rank_ok)
     if out.outcome == UNKNOWN:
-        need = stats.needed(n, (high - low) / 2, stats.distance(change, threshold),
-                            settings.max_needed)
-        out.needed = None if need is None else max(need, rank_n)
+        out.needed = stats.needed(n, (high - low) / 2, stats.distance(change, threshold),
+                                  settings.max_needed, rank_n)
     return out
-
-
-def beyond_the_floor(cost: Outcome, floor: Outcome) -> bool:
-    """Whether MPI's figure moved by more than a move of the floor can explain.
-
-    MPI's figure is not proportional to the floor (measured: docs/gate.md#the-model): a
-    machine whose floor moved by d (log) can move MPI's figure by anywhere from 0 to 2d
-    (:data:`stats.MAX_SLOPE`). ``cost`` is the figure adjusted by theta times the floor's
-    move (``cost.slope``; over the floor: 1), so the machine alone can leave up to
-    (2 - theta) d of a worse floor's move in it, and up to theta |d| of a better one's: only
-    the part of the cost's interval beyond that is the software's. Over the floor (theta 1)
-    both are |d|, the rule before the slope was fitted."""
-    theta = 1.0 if cost.slope is None else cost.slope
-    move = floor.change
-    return cost.low > (stats.MAX_SLOPE - theta) * move if move > 0 else cost.low > -theta * move
-
-
-def verdict(cost: Outcome, floor: Outcome | None, mpi_floor: bool = False,
-            undecided_bounds: bool = True) -> str:
-    """The verdict from MPI's own cost (or the raw value, without a floor) and the floor.
-    ``mpi_floor``: the floor is an MPI figure itself (:func:`experiments.mpi_floor`): its move
-    is the MPI's or the machine's, so what a hardware floor's move makes ``machine changed``
-    is ``cannot tell``, and a cost beyond a worse floor is ``MPI regressed``, not ``both``.
-    ``undecided_bounds``: a floor's move that is not decided bounds what is the software's
-    too (between sessions; the paired rule with a fitted slope leaves that to the slope, see
-    :mod:`commcheck.analysis.paired`)."""
-    said = _verdict(cost, floor, undecided_bounds)
-    if mpi_floor:
-        return {MACHINE_CHANGED: CANNOT_TELL, BOTH: MPI_REGRESSED}.get(said, said)
-    return said
-
-
-def _verdict(cost: Outcome, floor: Outcome | None, undecided_bounds: bool = True) -> str:
-    if floor is None:
-        return {WORSE: REGRESSED, BETTER: IMPROVED, SAME: UNCHANGED,
-                UNKNOWN: CANNOT_TELL}[cost.outcome]
-    moved = floor.outcome in (WORSE, BETTER)
-    if cost.outcome == WORSE:
-        # Unless the floor held, its move bounds what is the software's, decided or not: an
-        # undecided one too (a measured case: docs/gate.md#verdicts).
-        bounds = moved or (undecided_bounds and floor.outcome == UNKNOWN)
-        if bounds and not beyond_the_floor(cost, floor):
-            return MACHINE_CHANGED if moved else CANNOT_TELL
-        return BOTH if floor.outcome == WORSE else MPI_REGRESSED
-    if cost.outcome == UNKNOWN:
-        # The floor moved for sure; whatever MPI's own cost did within that move is the
-        # machine's by the same bound: "machine changed" (the note gives the cost's interval).
-        return MACHINE_CHANGED if moved and not beyond_the_floor(cost, floor) else CANNOT_TELL
-    if moved:
-        return MACHINE_CHANGED
-    return IMPROVED if cost.outcome == BETTER else UNCHANGED
 
 
 @dataclasses.dataclass
@@ -398,15 +293,10 @@ def _unjudgeable(comp: Comparison, then: list[Sample], now: list[Sample],
         comp.verdict = NO_BASELINE
         return True
     comp.provenance_changes = provenance_changes(then, now)
-    differ = [f for f in SAME_SETUP if f in comp.provenance_changes]
-    if comp.direction is None:
-        comp.verdict, comp.note = NOT_COMPARABLE, 'no direction (not a performance figure)'
-    elif differ:
-        comp.verdict = NOT_COMPARABLE
-        comp.note = '; '.join(f'{f} {comp.provenance_changes[f][0]} -> '
-                              f'{comp.provenance_changes[f][1]}' for f in differ)
-    elif min(comp.base + comp.new) <= 0:
-        comp.verdict, comp.note = NOT_COMPARABLE, 'a value not positive'
+    why = verdicts.not_comparable(comp.direction, comp.provenance_changes,
+                                  min(comp.base + comp.new) > 0)
+    if why:
+        comp.verdict, comp.note = NOT_COMPARABLE, why
     elif min(len(comp.base), len(comp.new)) < settings.min_samples:
         comp.verdict = CANNOT_TELL
     else:
@@ -438,73 +328,10 @@ def _judge_one(comp: Comparison, then, now, base, new, m: int, settings: Setting
         comp.cost = judge(series(then, comp.direction), series(now, comp.direction), m,
                           settings)
     mpi_floor = experiments.mpi_floor(comp.check) if comp.floor else ''
-    comp.verdict = verdict(comp.cost, comp.floor, bool(mpi_floor))
-    _explain(comp, mpi_floor, settings)
-
-
-def _explain(comp: Comparison, mpi_floor: str, settings: Settings) -> None:
-    """The verdict's note (and a ratio of two MPI figures' wording): what decided it, or what
-    would."""
-    if comp.verdict == REGRESSED and experiments.is_own_ratio(comp.check, comp.variable):
-        comp.verdict = MPI_REGRESSED
-        comp.note = ('a ratio of two MPI figures of the same job and ranks, which a slower '
-                     'machine moves alike')
-    elif mpi_floor and _floor_moved(comp):
-        # said first: what decided the verdict (the launches-needed note follows it)
-        comp.note = (f"its floor {comp.floor_variable} is {mpi_floor}: its move "
-                     f"({comp.floor.interval(0)} worse-positive) is the MPI's or the "
-                     f"machine's, not told apart here (the ping-pong's hardware floors in the "
-                     f"same session tell whether the machine moved); MPI's own cost over it "
-                     f"{comp.cost.interval(0)}")
-    elif comp.verdict == MACHINE_CHANGED and comp.cost.outcome == WORSE:
-        comp.note = (f"MPI's own cost {math.expm1(comp.cost.change):+.0%} too, within what the "
-                     f"floor's move ({math.expm1(comp.floor.change):+.0%}) can explain")
-    elif comp.verdict == MACHINE_CHANGED and comp.cost.outcome == UNKNOWN:
-        comp.note = (f"MPI's own cost {comp.cost.interval(0)} cannot be told apart, and is "
-                     f"within what the floor's move ({math.expm1(comp.floor.change):+.0%}) "
-                     f"can explain")
-    elif comp.verdict == CANNOT_TELL and comp.cost.outcome == WORSE:
-        comp.note = (f"MPI's own cost {comp.cost.interval(0)} is within what the floor's move, "
-                     f"itself undecided ({comp.floor.interval(0)}), can explain")
-    if comp.verdict == CANNOT_TELL and not (mpi_floor and _floor_moved(comp)):
-        # what would decide: MPI's own cost, or where that is decided, the floor's move (an
-        # MPI floor's decided move: no number of launches, the note above says what would)
-        told = comp.cost if comp.cost.outcome == UNKNOWN or not comp.floor else comp.floor
-        need = told.needed
-        unit = told.level
-        said = (f'about {need} {unit} a side would decide' if need and
-                need <= settings.max_needed else f'more than {settings.max_needed} '
-                f'{unit} a side would be needed' if need else 'on the threshold')
-        comp.note = '; '.join(x for x in (said, comp.note) if x)
-
-
-def machine_notes(comparisons: list[Comparison]) -> None:
-    """Notes where another floor of the same launches (same system, partition, environment and
-    test) moved: on each variable that cannot be told, and on each MPI regressed whose own
-    floor did not move. A floor measures one size's path: on this project's 2-core VM the 8 B
-    floor rose 4x in some stretches (0.07 to 0.26-0.31 us) while the 1 MiB floor held, and
-    Intel MPI's 1 MiB bandwidth fell about 12x in them; the verdict stays the rule's, and the
-    note puts the machine's move beside it."""
-    moved: dict[tuple, dict[str, str]] = {}
-    for c in comparisons:
-        if _floor_moved(c) and not experiments.mpi_floor(c.check):   # an MPI figure's move
-            # may be the MPI's: not "the machine changed"
-            moved.setdefault(c.key.launches, {})[c.floor_variable] = (
-                f'{c.floor_variable} {c.floor.interval(0)} worse-positive')
-    for c in comparisons:
-        floors = moved.get(c.key.launches, {})
-        if c.verdict == CANNOT_TELL and floors:
-            said = 'the machine changed in these launches: ' + '; '.join(floors.values())
-        elif c.verdict == MPI_REGRESSED and floors and not _floor_moved(c):
-            said = ('its own floor held, but the machine changed in these launches: '
-                    + '; '.join(floors.values()))
-        else:
-            continue
-        c.note = '; '.join(x for x in (c.note, said) if x)
-
-
-def _floor_moved(c: Comparison) -> bool:
-    return c.floor is not None and c.floor.outcome in (WORSE, BETTER)
+    comp.verdict = verdicts.verdict(
+        comp.cost, comp.floor, bool(mpi_floor),
+        own_ratio=experiments.is_own_ratio(comp.check, comp.variable))
+    comp.note = verdicts.explain(comp, mpi_floor, settings.max_needed)
 
 
 def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
@@ -534,7 +361,7 @@ def compare(base: dict[tuple, list[Sample]], new: dict[tuple, list[Sample]],
     with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1))) as pool:
         list(pool.map(lambda job: _judge_one(*job, base, new, len(todo), settings), todo))
     contention(out, base, new)
-    machine_notes(out)
+    verdicts.machine_notes(out)
     return out
 
 
@@ -578,25 +405,6 @@ def contention(comparisons: list[Comparison], base: dict, new: dict) -> None:
         now = [s.value for s in new.get(wkey, [])]
         if not contended(then, now):
             continue
-        said = (f'the ranks waited for a CPU {waited(now):.0%} of the measuring time (upper '
-                f'quartile)' + (f', baseline {waited(then):.0%}' if then else '')
-                + f': CPU contention, MPI not judged (without it: {c.verdict})')
-        # what would have decided an undecided verdict no longer applies
-        kept = '' if c.verdict == CANNOT_TELL else c.note
-        c.verdict = MACHINE_CHANGED
-        c.note = '; '.join(x for x in (said, kept) if x)
-
-
-def counts(comparisons: list[Comparison]) -> dict[str, int]:
-    found = Counter(c.verdict for c in comparisons)
-    return {v: found.get(v, 0) for v in VERDICTS}
-
-
-def describe(comp: Comparison) -> str:
-    change = f' {comp.change:+.1%}' if comp.change is not None else ''
-    cost = ''
-    if comp.cost:
-        what = 'MPI cost' if comp.floor else 'value'
-        cost = (f' ({what} {math.expm1(comp.cost.change):+.1%} [{math.expm1(comp.cost.low):+.1%},'
-                f' {math.expm1(comp.cost.high):+.1%}] worse-positive)')
-    return f'{comp.verdict:>15}  {key_label(comp.key)}{change}{cost}'
+        c.note = verdicts.contended_note(waited(now), waited(then) if then else None,
+                                         c.verdict, c.note)
+        c.verdict = verdicts.MACHINE_CHANGED

@@ -5,7 +5,7 @@ variable's verdict.
 
 One ``testsuite`` per system, partition and environment (in name order, as compare prints its
 blocks), one ``testcase`` per judged key variable: ``classname`` system/partition/environment/
-test, ``name`` the variable. A verdict that fails the gate (:func:`gate.fails`: the ones
+test, ``name`` the variable. A verdict that fails the gate (:func:`verdicts.fails`: the ones
 ``compare`` exits 1 on) is a ``failure``; a verdict that decides nothing (cannot tell, no
 baseline, not comparable) is ``skipped``; the rest pass. The message holds the verdict, the
 interval of what was judged, the threshold and the note, its text the whole row; a passing
@@ -21,7 +21,7 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from commcheck.analysis import gate, paired
+from commcheck.analysis import paired, verdicts
 
 #: The ``name`` of the ``testsuites`` root (``commcheck upgrade``'s: :data:`UPGRADE_SUITES`).
 SUITES = 'commcheck compare'
@@ -44,7 +44,7 @@ def message(comp) -> str:
                      f'{math.expm1(comp.cost.threshold):.1%} ({comp.cost.level}), detectable '
                      f'>= {comp.cost.detectable:.0%}')
     if upgrade and comp.accept is not None:
-        parts.append(paired.accepted(comp.acceptance, comp.accept, comp.bound))
+        parts.append(verdicts.accepted(comp.acceptance, comp.accept, comp.bound))
     if comp.floor:
         parts.append(f'floor {comp.floor_variable} {comp.floor.interval()}, threshold '
                      f'{math.expm1(comp.floor.threshold):.1%}')
@@ -82,10 +82,10 @@ def _num(value) -> str:
 def kind_of(comp, fail_on_machine_change: bool) -> str:
     """``failure``, ``skipped`` or '' (passed): the verdict's, or an upgrade's acceptance."""
     accepting = isinstance(comp, paired.Judgement) and comp.accept is not None
-    if gate.fails(comp.verdict, fail_on_machine_change) or (
-            accepting and comp.acceptance == paired.FAIL):
+    if verdicts.fails(comp.verdict, fail_on_machine_change) or (
+            accepting and comp.acceptance == verdicts.FAIL):
         return 'failure'
-    if comp.verdict in gate.UNDECIDED or (accepting and comp.acceptance is None):
+    if comp.verdict in verdicts.UNDECIDED or (accepting and comp.acceptance is None):
         return 'skipped'
     return ''
 

@@ -33,8 +33,9 @@ the same whichever launch of a pair came first, does not change that: the interv
 the slope's uncertainty in it, with no assumption of normality (one pair straddling a regime
 switch breaks a t interval). With a fixed slope (the ratio, or no floor) it is the classic
 interval of the Walsh averages around the Hodges-Lehmann estimate. With n pairs no interval is
-narrower than chance allows: the level needs ``2 / 2^n < alpha share / m`` (:func:`min_pairs`),
-below that the verdict is ``cannot tell`` and says how many pairs would do.
+narrower than chance allows: the level needs ``2 / 2^n < alpha share / m``
+(:func:`commcheck.analysis.stats.min_pairs`), below that the verdict is ``cannot tell`` and says
+how many pairs would do.
 
 Sequential looks (``commcheck upgrade --max-pairs/--budget``): each look spends a ``share`` of
 alpha (:func:`commcheck.analysis.stats.look_share`); by the union bound the false alarms over
@@ -45,20 +46,20 @@ contiguous send) is each stack's own, so there the pairs judge the value itself,
 shared machine already cancels from.
 
 The outcomes and the verdict are the gate's own: :func:`commcheck.analysis.stats.decide` on the
-interval and the threshold, :func:`commcheck.analysis.gate.verdict` on the adjusted change and
-the floor's: a floor that moved between the stacks beyond doubt bounds what counts as the
-software's (:func:`commcheck.analysis.gate.beyond_the_floor`, by the slope fitted). A move the
-pairs cannot establish does so only over the floor (``ratio``, as before): the two launches of
-a pair share the machine and their order is random, so a machine that slowed during the
+interval and the threshold, :func:`commcheck.analysis.verdicts.verdict` on the adjusted change
+and the floor's: a floor that moved between the stacks beyond doubt bounds what counts as the
+software's (:func:`commcheck.analysis.verdicts.beyond_the_floor`, by the slope fitted). A move
+the pairs cannot establish does so only over the floor (``ratio``, as before): the two launches
+of a pair share the machine and their order is random, so a machine that slowed during the
 session slowed both stacks alike; a floor difference between the stacks that the pairs cannot
 tell from 0 is the floor's own noise (the 8 B floor's pair ratios spread 0.1 here), which the
 fitted slope weighs by how much the value follows it and the exact interval carries. Where it
 cannot decide, the pairs that would: ``n x (half-width / distance)^2``
-(:func:`commcheck.analysis.stats.needed`), never fewer than :func:`min_pairs`. The threshold is
-:attr:`Settings.min_effect` (2 % unless given): pairing removes the regime from the
-comparison, so the threshold is the smallest change worth naming and the interval carries the
-noise; ``detectable`` is threshold + half-width, the smallest worsening these pairs could
-have flagged.
+(:func:`commcheck.analysis.stats.needed`), never fewer than
+:func:`commcheck.analysis.stats.min_pairs`. The threshold is :attr:`Settings.min_effect` (2 %
+unless given): pairing removes the regime from the comparison, so the threshold is the smallest
+change worth naming and the interval carries the noise; ``detectable`` is threshold +
+half-width, the smallest worsening these pairs could have flagged.
 
 Acceptance (:attr:`Settings.accept`, ``commcheck upgrade --accept 5%``): the new stack passes
 when the interval's worse end lies below the margin ("not slower by more than 5 %", verdict
@@ -75,13 +76,13 @@ import statistics
 import numpy as np
 
 from commcheck import experiments
-from commcheck.analysis import gate, stats
+from commcheck.analysis import gate, stats, verdicts
+from commcheck.analysis.stats import RATIO, SLOPE
+from commcheck.analysis.verdicts import FAIL, PASS
 from commcheck.results import upgraderecord
 from commcheck.results.store import Sample, SampleKey
 
 PAIRS = 'pairs'         #: the unit of a paired interval (Outcome.level)
-SLOPE, RATIO = 'slope', 'ratio'     #: how the floor adjusts the value (Settings.adjust)
-PASS, FAIL = 'pass', 'fail'         #: the acceptance's results (Judgement.acceptance)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +110,6 @@ class Settings:
 
 # ---- the signed-rank interval ----------------------------------------------------------------
 
-min_pairs = stats.min_pairs
-interval = stats.walsh_interval
-
-
 def judge(dy: list[float], m: int = 1, settings: Settings = Settings(),
           dx: list[float] | None = None, share: float = 1.0,
           accept: float | None = None, exact: bool = True) -> stats.Outcome:
@@ -121,7 +118,7 @@ def judge(dy: list[float], m: int = 1, settings: Settings = Settings(),
     decision is an acceptance. ``exact=False``: the decision alone, its bounds only as fine as
     the decision needs (the simulation's; :func:`commcheck.analysis.stats.adjusted_interval`)."""
     level = 1 - settings.alpha * share / max(m, 1)
-    need_least = min_pairs(level)
+    need_least = stats.min_pairs(level)
     threshold = settings.threshold
     slope = 0.0 if dx is None else 1.0 if settings.adjust == RATIO else None
     xs = [0.0] * len(dy) if dx is None else dx
@@ -138,9 +135,9 @@ def judge(dy: list[float], m: int = 1, settings: Settings = Settings(),
     out = stats.Outcome(stats.decide(low, high, threshold, accept=accept), centre, low, high,
                         threshold, PAIRS, slope=None if dx is None else theta)
     if out.outcome == stats.UNKNOWN:
-        need = stats.needed(len(dy), (high - low) / 2,
-                            stats.distance(centre, threshold, accept), settings.max_needed)
-        out.needed = None if need is None else max(need, need_least)
+        out.needed = stats.needed(len(dy), (high - low) / 2,
+                                  stats.distance(centre, threshold, accept),
+                                  settings.max_needed, need_least)
     return out
 
 
@@ -252,7 +249,7 @@ class Judgement:
     unit: str
     direction: str | None
     pairs: list[Pair]
-    verdict: str = gate.CANNOT_TELL
+    verdict: str = verdicts.CANNOT_TELL
     cost: stats.Outcome | None = None   #: the value adjusted by its floor (or the value)
     floor: stats.Outcome | None = None  #: the floor, pair ratios
     floor_variable: str | None = None
@@ -275,9 +272,9 @@ class Judgement:
     def slower(self) -> str | None:
         """The stack that is slower, where the verdict decided MPI's own cost (or the value)
         one way: the new one when it regressed, the old one when the new improved."""
-        if self.verdict in gate.SOFTWARE_REGRESSED:
+        if self.verdict in verdicts.SOFTWARE_REGRESSED:
             return self.new
-        return self.old if self.verdict == gate.IMPROVED else None
+        return self.old if self.verdict == verdicts.IMPROVED else None
 
     @property
     def detectable(self) -> float | None:
@@ -285,7 +282,7 @@ class Judgement:
 
     @property
     def pairs_needed(self) -> int | None:
-        return self.cost.needed if self.cost and self.verdict == gate.CANNOT_TELL else None
+        return self.cost.needed if self.cost and self.verdict == verdicts.CANNOT_TELL else None
 
     @property
     def decided(self) -> bool:
@@ -293,8 +290,8 @@ class Judgement:
         acceptance decided, or the machine said to have changed)."""
         if self.accept is not None:
             return self.acceptance is not None or self.verdict in (
-                gate.MACHINE_CHANGED, gate.NOT_COMPARABLE)
-        return self.verdict in gate.DECIDED or self.verdict == gate.NOT_COMPARABLE
+                verdicts.MACHINE_CHANGED, verdicts.NOT_COMPARABLE)
+        return self.verdict in verdicts.DECIDED or self.verdict == verdicts.NOT_COMPARABLE
 
     @property
     def acceptance(self) -> str | None:
@@ -302,9 +299,9 @@ class Judgement:
         beyond doubt), None (not decided, or the machine changed)."""
         if self.accept is None or not self.cost:
             return None
-        if self.verdict in (gate.UNCHANGED, gate.IMPROVED):
+        if self.verdict in (verdicts.UNCHANGED, verdicts.IMPROVED):
             return PASS
-        return FAIL if self.verdict in gate.SOFTWARE_REGRESSED else None
+        return FAIL if self.verdict in verdicts.SOFTWARE_REGRESSED else None
 
     @property
     def bound(self) -> float | None:
@@ -341,7 +338,7 @@ class Judgement:
                                   else -self.cost.change))
             said = f'{self.slower} slower by {size:.1%} ({said})'
         if self.accept is not None:
-            said += '; ' + accepted(self.acceptance, self.accept, self.bound)
+            said += '; ' + verdicts.accepted(self.acceptance, self.accept, self.bound)
         return said
 
     def as_dict(self) -> dict:
@@ -360,17 +357,6 @@ class Judgement:
                     'margin': self.accept, 'result': self.acceptance, 'bound': self.bound},
                 'statement': self.statement(), 'note': self.note,
                 'provenance_changes': self.provenance_changes}
-
-
-def accepted(result: str | None, margin: float, bound: float | None) -> str:
-    """The acceptance in words: what was reached against the margin."""
-    if bound is None:
-        return f'accept {margin:.0%}: no interval yet'
-    if result == PASS:
-        return f'accepted: not slower by more than {margin:.0%} (worse end {bound:+.1%})'
-    if result == FAIL:
-        return f'refused: slower by more than {margin:.0%} (better end {bound:+.1%})'
-    return f'accept {margin:.0%}: not decided (worse end {bound:+.1%})'
 
 
 def _outcome_dict(out: stats.Outcome | None) -> dict | None:
@@ -393,9 +379,8 @@ def judge_pairs(judgement: Judgement, m: int, settings: Settings, share: float =
     flagged = mark_machine_changes(j.pairs, m, settings)
     kept = [p for p in j.pairs if not p.machine]
     if flagged and flagged * 2 > len(j.pairs):
-        j.verdict = gate.MACHINE_CHANGED
-        j.note = (f'{flagged} of {len(j.pairs)} pairs: the floors of the two launches differ '
-                  f'beyond doubt (the machine changed between them); MPI not judged')
+        j.verdict = verdicts.MACHINE_CHANGED
+        j.note = verdicts.machine_pairs_note(flagged, len(j.pairs))
         return
     floors = [p.floor() for p in kept]
     if not (j.floor_variable and kept and None not in floors):
@@ -407,31 +392,8 @@ def judge_pairs(judgement: Judgement, m: int, settings: Settings, share: float =
     # a floor's move the pairs cannot establish bounds the software's part only over the
     # floor (the rule before the slope); with the slope fitted on these pairs, how much the
     # value follows the floor is measured, and the exact interval carries its uncertainty
-    j.verdict = gate.verdict(j.cost, j.floor, undecided_bounds=settings.adjust == RATIO)
-    j.note = '; '.join(_notes(j, flagged, settings))
-
-
-def _notes(j: Judgement, flagged: int, settings: Settings) -> list[str]:
-    """What decided the verdict, or what would: the pairs needed, the floor's move, the pairs
-    left out, an MPI figure for a floor."""
-    said = []
-    if j.verdict == gate.CANNOT_TELL or (j.accept is not None and not j.decided):
-        told = j.cost if j.cost.outcome == gate.UNKNOWN or not j.floor else j.floor
-        need = told.needed
-        decides = need and need <= settings.max_needed
-        said.append(f'about {need} pairs in all would decide' if decides
-                    else f'more than {settings.max_needed} pairs would be needed' if need
-                    else 'on the threshold')
-    if j.verdict == gate.MACHINE_CHANGED or (j.floor and j.floor.outcome in (gate.WORSE,
-                                                                             gate.BETTER)):
-        said.append(f'the floor moved between the stacks: {j.floor.interval()}')
-    if flagged:
-        said.append(f'{flagged} of {len(j.pairs)} pairs left out: their floors differ beyond '
-                    f'doubt (a machine change between the two launches)')
-    mpi_floor = experiments.mpi_floor(j.key.check)
-    if mpi_floor and experiments.floor_of(j.key.check, j.variable):
-        said.insert(0, f'judged on the value: its floor, {mpi_floor}, is each stack\'s own')
-    return said
+    j.verdict = verdicts.verdict(j.cost, j.floor, undecided_bounds=settings.adjust == RATIO)
+    j.note = '; '.join(verdicts.paired_notes(j, flagged, settings.max_needed))
 
 
 def _by_case(samples: list[Sample], old: str, new: str) -> dict[tuple, dict[str, list]]:
@@ -480,17 +442,12 @@ def compare(samples: list[Sample], old: str, new: str, settings: Settings = Sett
 
 def _unjudgeable(j: Judgement) -> bool:
     """Sets the verdict of a variable that cannot be judged, and says why."""
-    differ = [f for f in gate.SAME_SETUP if f in j.provenance_changes]
-    if j.direction is None:
-        j.verdict, j.note = gate.NOT_COMPARABLE, 'no direction (not a performance figure)'
-    elif differ:
-        j.verdict = gate.NOT_COMPARABLE
-        j.note = '; '.join(f'{f} {j.provenance_changes[f][0]} -> {j.provenance_changes[f][1]}'
-                           for f in differ)
-    elif any(min(p.old.value, p.new.value) <= 0 for p in j.pairs):
-        j.verdict, j.note = gate.NOT_COMPARABLE, 'a value not positive'
+    why = verdicts.not_comparable(j.direction, j.provenance_changes,
+                                  all(min(p.old.value, p.new.value) > 0 for p in j.pairs))
+    if why:
+        j.verdict, j.note = verdicts.NOT_COMPARABLE, why
     elif not j.pairs:
-        j.verdict, j.note = gate.CANNOT_TELL, ('no adjacent pair of launches (commcheck '
+        j.verdict, j.note = verdicts.CANNOT_TELL, ('no adjacent pair of launches (commcheck '
                                                'upgrade --pairs N runs them)')
     else:
         return False
@@ -503,5 +460,5 @@ def record(sessions: list[str], old: str, new: str, settings: Settings,
     (:class:`commcheck.results.upgraderecord.UpgradeRecord`); ``plan``: how the pairs were run
     (the looks, the budget), where they were run in stages."""
     return upgraderecord.UpgradeRecord(sessions, old, new, dataclasses.asdict(settings), plan,
-                                       gate.counts(judgements),
+                                       verdicts.counts(judgements),
                                        [j.as_dict() for j in judgements]).as_dict()

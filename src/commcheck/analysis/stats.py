@@ -53,6 +53,9 @@ MAX_SLOPE = 2.0
 #: the false-alarm budget is spent (1: as the pairs come; 2: most of it kept for the last
 #: looks). Chosen on the simulation of tests/unit/test_sequential.py: see docs/upgrade.md.
 SPENDING = 2.0
+#: How a floor adjusts its variable (the gate's and the paired rule's ``Settings.adjust``):
+#: by a slope fitted on the data, or over the floor (slope 1).
+SLOPE, RATIO = 'slope', 'ratio'
 
 
 def worse_up(value: float, direction: str) -> float:
@@ -127,12 +130,50 @@ def distance(change: float, threshold: float, accept: float | None = None) -> fl
     return abs(change - max(threshold, accept)) if change > accept else accept - change
 
 
-def needed(n: int, half: float, margin: float, max_needed: int) -> int | None:
+def needed(n: int, half: float, margin: float, max_needed: int, least: int = 0) -> int | None:
     """n * (half-width / margin)^2: the launches (sessions, pairs) that would decide if the
-    spread stays as observed; None on the boundary; at most ``max_needed + 1`` ("more than")."""
+    spread stays as observed; None on the boundary; at most ``max_needed + 1`` ("more than"),
+    never fewer than ``least`` (what the test can decide on at all: the rank test's launches,
+    the signed-rank interval's pairs)."""
     if margin <= 1e-12:
         return None
-    return min(max_needed + 1, max(n + 1, math.ceil(n * (half / margin) ** 2)))
+    return max(least, min(max_needed + 1, max(n + 1, math.ceil(n * (half / margin) ** 2))))
+
+
+# ---- between sessions: launches of two sides, unpaired --------------------------------------
+
+def min_rank_launches(alpha: float) -> int:
+    """Launches a side (equal sides) at which Mann-Whitney can reach p < alpha at all."""
+    n = 1
+    while 2 / math.comb(2 * n, n) >= alpha:
+        n += 1
+    return n
+
+
+def boot_interval(base: list[float], new: list[float], level: float, n_boot: int,
+                  seed: int) -> tuple[float, float]:
+    """(low, high) of the percentile bootstrap of median(new) - median(base), each side
+    resampled on its own (unpaired), ``n_boot`` resamples from a generator seeded ``seed``. The
+    same resampling and percentiles as ``scipy.stats.bootstrap(method='percentile',
+    paired=False)`` with the same generator (``tests/unit/test_gate.py`` holds the two equal),
+    without its per-call checks: the gate computes one or two per key variable, some hundreds
+    for a suite."""
+    rng = np.random.default_rng(seed)
+    medians = []
+    for side in (np.asarray(new), np.asarray(base)):
+        picks = rng.integers(0, len(side), (n_boot, len(side)))
+        medians.append(np.median(side[picks], axis=-1))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(medians[0] - medians[1], [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def rank_p(base: list[float], new: list[float]) -> float:
+    """Two-sided Mann-Whitney U p-value (1 where every value is equal)."""
+    from scipy import stats  # here: scipy.stats costs a second to import; sessions need none
+    if len(set(base) | set(new)) == 1:
+        return 1.0
+    return float(stats.mannwhitneyu(new, base, alternative='two-sided').pvalue)
 
 
 # ---- the exact signed-rank interval -----------------------------------------------------------

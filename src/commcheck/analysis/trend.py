@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from commcheck import experiments
-from commcheck.analysis import gate, robust
+from commcheck.analysis import gate, robust, stats
 from commcheck.analysis.gate import Settings
 from commcheck.forks import cores, fork_map
 from commcheck.results.store import Sample, SampleKey, Session
@@ -67,7 +67,7 @@ class ChangePoint:
     when: str
     before: float               # the judged medians: of session medians, or of launches
     after: float
-    judged: gate.Outcome        # the gate's judgement of the windows, on log values x ``up``
+    judged: stats.Outcome        # the gate's judgement of the windows, on log values x ``up``
     up: int                     # -1 where higher is better (so that worse is up), else 1
     worse: bool | None
     provenance_changes: dict
@@ -215,13 +215,13 @@ def detect(points: list[Point], key: SampleKey | tuple, settings: Settings = Set
         before = points[max(start, cut - WINDOW):cut]
         after = points[cut:min(end, cut + WINDOW)]
         judged = gate.judge(_judged(before, up), _judged(after, up), m, settings, between)
-        if judged.outcome not in (gate.WORSE, gate.BETTER):
+        if judged.outcome not in (stats.WORSE, stats.BETTER):
             continue
         found.append(ChangePoint(
             key=key, at=cut, session=points[cut].session, when=points[cut].when,
             before=_medians(before, judged.level), after=_medians(after, judged.level),
             judged=judged, up=up,
-            worse=None if direction is None else judged.outcome == gate.WORSE,
+            worse=None if direction is None else judged.outcome == stats.WORSE,
             provenance_changes=gate.setup_changes(points[cut - 1].provenances,
                                                   points[cut].provenances)))
         start = cut

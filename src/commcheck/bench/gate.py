@@ -50,11 +50,11 @@ from pathlib import Path
 
 import numpy as np
 from rich.table import Table
-from scipy import stats
+from scipy import stats as scipy_stats
 
 from commcheck import console as textconsole
 from commcheck import experiments, paths
-from commcheck.analysis import gate, kernel_records
+from commcheck.analysis import gate, kernel_records, stats, verdicts
 from commcheck.errors import UserError
 from commcheck.results.store import Sample
 from commcheck.rfm.caches import host_last_level_cache
@@ -241,7 +241,7 @@ def old_rule(base: dict, new: dict) -> set[tuple]:
     for k in keys:
         b, n = [s.value for s in base[k]], [s.value for s in new[k]]
         pvalues.append(1.0 if len(set(b) | set(n)) == 1 else
-                       float(stats.mannwhitneyu(n, b, alternative='two-sided').pvalue))
+                       float(scipy_stats.mannwhitneyu(n, b, alternative='two-sided').pvalue))
     return {k for k, p in zip(keys, bh_adjust(pvalues))
             if p < OLD_ALPHA and _worse([s.value for s in base[k]], [s.value for s in new[k]],
                                         new[k][0].unit) > OLD_MIN_EFFECT}
@@ -257,13 +257,13 @@ def peer_rule(base: dict, new: dict, threshold: float) -> set[tuple]:
 def judge(base: dict, new: dict) -> dict[str, dict]:
     """Per rule: {'fail': the session fails it, 'verdicts': the gate's per variable}; the gate
     with its floor's slope fitted (``slope``) and over the floor (``ratio``, the default)."""
-    comps = gate.compare(base, new, gate.Settings(adjust=gate.SLOPE))
-    out = {'slope': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps),
+    comps = gate.compare(base, new, gate.Settings(adjust=stats.SLOPE))
+    out = {'slope': {'fail': any(c.verdict in verdicts.SOFTWARE_REGRESSED for c in comps),
                      'verdicts': {f'{c.key.environ} {c.variable}': c.verdict for c in comps},
-                     'cannot_tell': sum(c.verdict == gate.CANNOT_TELL for c in comps),
+                     'cannot_tell': sum(c.verdict == verdicts.CANNOT_TELL for c in comps),
                      'thresholds': [math.expm1(c.cost.threshold) for c in comps if c.cost]},
-           'ratio': {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in gate.compare(
-               base, new, gate.Settings(adjust=gate.RATIO)))},
+           'ratio': {'fail': any(c.verdict in verdicts.SOFTWARE_REGRESSED for c in gate.compare(
+               base, new, gate.Settings(adjust=stats.RATIO)))},
            'old': {'fail': bool(old_rule(base, new))}}
     for x in PEERS:
         out[f'peer {x:.0%}'] = {'fail': bool(peer_rule(base, new, x))}
@@ -274,7 +274,7 @@ def bh_adjust(pvalues: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1): the old rule."""
     if not pvalues:
         return []
-    return list(stats.false_discovery_control(np.asarray(pvalues, dtype=float), method='bh'))
+    return list(scipy_stats.false_discovery_control(np.asarray(pvalues, dtype=float), method='bh'))
 
 
 # ---- evaluation and tables -------------------------------------------------------------------

@@ -14,7 +14,7 @@ import statistics
 
 from rich.table import Table
 
-from commcheck.analysis import gate, sequential
+from commcheck.analysis import gate, sequential, verdicts
 from commcheck.bench import gate as bench_gate
 
 #: Launches a side at the first look.
@@ -30,8 +30,8 @@ def judge(base: dict, session: dict, launches: int, scale: float = 1.0) -> dict:
         return gate.compare(base, bench_gate.as_samples(session, n, scale),
                             gate.Settings(alpha=0.05 * share))
     comps, used, _ = sequential.run(
-        plan, look, lambda cs: all(c.verdict in gate.DECIDED for c in cs))
-    return {'fail': any(c.verdict in gate.SOFTWARE_REGRESSED for c in comps or []),
+        plan, look, lambda cs: all(c.verdict in verdicts.DECIDED for c in cs))
+    return {'fail': any(c.verdict in verdicts.SOFTWARE_REGRESSED for c in comps or []),
             'launches': used}
 
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from commcheck import console as textconsole
 from commcheck import paths
-from commcheck.analysis import gate, junit, trend
+from commcheck.analysis import gate, junit, stats, trend, verdicts
 from commcheck.cli import options
 from commcheck.cli.selection import describe, history, keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
@@ -42,7 +42,7 @@ def add_parsers(sub) -> None:
     comp.add_argument('--alpha', type=options.fraction,
                       help='family-wise false-alarm rate over the variables '
                            f'(default {Settings.alpha})')
-    comp.add_argument('--adjust', choices=(gate.SLOPE, gate.RATIO),
+    comp.add_argument('--adjust', choices=(stats.SLOPE, stats.RATIO),
                       help="how a floor adjusts its key variable: as the ratio over it (MPI's "
                            "own cost, slope 1; default) or by the slope fitted on the baseline's "
                            'launches (docs/gate.md: where each holds)')
@@ -154,13 +154,14 @@ def _pct(value) -> str:
     return '-' if value is None else f'{value:+.1%}'
 
 
-def _outcome(out: gate.Outcome | None) -> str:
+def _outcome(out: stats.Outcome | None) -> str:
     """An outcome's change and interval, as fractions (worse positive)."""
     return '-' if out is None else out.interval()
 
 
-STYLES = {gate.MPI_REGRESSED: 'bold red', gate.BOTH: 'bold red', gate.REGRESSED: 'bold red',
-          gate.MACHINE_CHANGED: 'bold yellow', gate.IMPROVED: 'green', gate.CANNOT_TELL: 'cyan'}
+STYLES = {verdicts.MPI_REGRESSED: 'bold red', verdicts.BOTH: 'bold red',
+          verdicts.REGRESSED: 'bold red', verdicts.MACHINE_CHANGED: 'bold yellow',
+          verdicts.IMPROVED: 'green', verdicts.CANNOT_TELL: 'cyan'}
 
 
 COLUMNS = ('verdict', 'test', 'variable', 'baseline', 'now', 'change',
@@ -185,7 +186,7 @@ def table_text(comparisons, title: str) -> str:
     one block per environment, worst verdicts first; verdicts coloured as rich markup.
     Plain text, not a rich Table: a suite's several hundred variables render in a tenth of a
     second rather than three, and no row folds over lines."""
-    order = {v: i for i, v in enumerate(gate.VERDICTS)}
+    order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
     rows = [(c.key.environ, _row(c)) for c in
             sorted(comparisons, key=lambda c: (c.key.environ, order[c.verdict], c.key))]
     widths = [max([len(col)] + [len(r[i]) for _, r in rows]) for i, col in enumerate(COLUMNS)]
@@ -210,7 +211,7 @@ def _what_changed(comparisons) -> None:
     reader, and grep, can find whole)."""
     seen: dict[tuple, list[str]] = {}
     for c in comparisons:
-        if c.provenance_changes and c.verdict not in (gate.NO_BASELINE,):
+        if c.provenance_changes and c.verdict not in (verdicts.NO_BASELINE,):
             changes = tuple(f'{k} {a} -> {b}' for k, (a, b) in c.provenance_changes.items())
             seen.setdefault((c.key.environ, changes), []).append(f'{c.variable} {c.verdict}')
     for (environ, changes), what in seen.items():
@@ -221,14 +222,14 @@ def _what_changed(comparisons) -> None:
 def exit_code(comparisons, fail_on_machine_change: bool = False) -> int:
     """1 when the software regressed (or the machine changed and the site asked to fail on
     it), 3 when nothing could be decided, else 0."""
-    verdicts = {c.verdict for c in comparisons}
-    if any(gate.fails(v, fail_on_machine_change) for v in verdicts):
+    found = {c.verdict for c in comparisons}
+    if any(verdicts.fails(v, fail_on_machine_change) for v in found):
         return EXIT_REGRESSED
-    return EXIT_OK if verdicts & set(gate.DECIDED) else EXIT_UNDECIDED
+    return EXIT_OK if found & set(verdicts.DECIDED) else EXIT_UNDECIDED
 
 
 def _explain(comparisons, settings: gate.Settings) -> None:
-    machine = [c for c in comparisons if c.verdict == gate.MACHINE_CHANGED]
+    machine = [c for c in comparisons if c.verdict == verdicts.MACHINE_CHANGED]
     if machine:
         console.print(f'[bold yellow]MACHINE CHANGED[/bold yellow]: the hardware floor moved '
                       f'for {len(machine)} variable(s) while MPI\'s own cost did not get worse '
@@ -246,7 +247,7 @@ def _explain(comparisons, settings: gate.Settings) -> None:
 
 def _adjusted(comparisons, settings: gate.Settings) -> str:
     """How MPI's own cost was made: over the floor, or adjusted by the slopes fitted."""
-    if settings.adjust == gate.RATIO:
+    if settings.adjust == stats.RATIO:
         return "MPI's own cost is the value over the floor of the same launch."
     slopes = sorted({(c.variable, round(c.cost.slope, 2)) for c in comparisons
                      if c.cost and c.cost.slope is not None})
@@ -284,8 +285,8 @@ def _compare(args, db) -> int:
     settings = gate.Settings(**{k: v for k, v in given.items() if v is not None})
     with console.status('comparing (bootstrap intervals, rank tests)...'):
         comparisons = gate.compare(base, now, settings)
-    counts = gate.counts(comparisons)
-    regressed = [c for c in comparisons if c.verdict in gate.SOFTWARE_REGRESSED]
+    counts = verdicts.counts(comparisons)
+    regressed = [c for c in comparisons if c.verdict in verdicts.SOFTWARE_REGRESSED]
     since = {} if args.environ else _since(regressed, base, db)
     console.print(table_text(comparisons, f'commcheck compare: {label} against {against}'),
                   soft_wrap=True, highlight=False)

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from commcheck import console as textconsole
 from commcheck import paths
-from commcheck.analysis import gate, junit, paired
+from commcheck.analysis import junit, paired, stats, verdicts
 from commcheck.cli import compare, options, pairing
 from commcheck.cli.selection import keep, no_match, reports_dir_usable, wanted
 from commcheck.errors import EXIT_OK, EXIT_REGRESSED, EXIT_UNDECIDED, UserError
@@ -88,7 +88,7 @@ def _pairs_options(up) -> None:
                     help='acceptance margin, e.g. 5%%: pass (exit 0) when the new stack is not '
                          'slower by more than it, fail (exit 1) when slower by more, else go '
                          'on pairing; undecided at the end of the budget: exit 3')
-    up.add_argument('--adjust', choices=(paired.SLOPE, paired.RATIO),
+    up.add_argument('--adjust', choices=(stats.SLOPE, stats.RATIO),
                     help='how the floor adjusts each figure: its slope fitted on the pairs '
                          '(default) or the ratio over the floor (slope 1, the rule before)')
 
@@ -220,13 +220,13 @@ def exit_code(judged: list[paired.Judgement], fail_on_machine_change: bool = Fal
     machine changed and the site asked to fail on it), 0 when every one was accepted, else 3."""
     if not any(j.accept is not None for j in judged):
         return compare.exit_code(judged, fail_on_machine_change)
-    if any(j.acceptance == paired.FAIL or gate.fails(j.verdict, fail_on_machine_change)
+    if any(j.acceptance == verdicts.FAIL or verdicts.fails(j.verdict, fail_on_machine_change)
            for j in judged):
         return EXIT_REGRESSED
-    return EXIT_OK if all(j.acceptance == paired.PASS for j in judged) else EXIT_UNDECIDED
+    return EXIT_OK if all(j.acceptance == verdicts.PASS for j in judged) else EXIT_UNDECIDED
 
 
-def _interval(out: gate.Outcome | None) -> str:
+def _interval(out: stats.Outcome | None) -> str:
     if out is None:
         return '-'
     if not math.isfinite(out.high):
@@ -244,7 +244,7 @@ def table(judgements: list[paired.Judgement], title: str) -> Table:
     for col in ('verdict', 'test', 'variable', 'old', 'new', 'pairs (machine)',
                 'new/old, worse +', 'slope', 'floor new/old', 'detectable', 'note'):
         out.add_column(col, overflow='fold')
-    order = {v: i for i, v in enumerate(gate.VERDICTS)}
+    order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
     for j in sorted(judgements, key=lambda j: (order[j.verdict], j.key)):
         old, new = j.medians()
         style = compare.STYLES.get(j.verdict, '')
@@ -261,10 +261,10 @@ def table(judgements: list[paired.Judgement], title: str) -> Table:
 def show(judgements: list[paired.Judgement], title: str, settings: paired.Settings,
          plan: dict | None = None) -> None:
     console.print(table(judgements, title))
-    counts = gate.counts(judgements)
+    counts = verdicts.counts(judgements)
     console.print('  '.join(f'{v}: {n}' for v, n in counts.items() if n))
     slower = sorted({(j.slower, j.variable) for j in judgements
-                     if j.verdict in gate.SOFTWARE_REGRESSED})
+                     if j.verdict in verdicts.SOFTWARE_REGRESSED})
     if slower:
         console.print(f'[bold red]SLOWER[/bold red]: {slower[0][0]} on '
                       f'{", ".join(v for _, v in slower)}', highlight=False)
@@ -273,7 +273,7 @@ def show(judgements: list[paired.Judgement], title: str, settings: paired.Settin
     for case in (plan or {}).get('cases', []):
         console.print(escape(looks_line(case)), highlight=False)
     how = ('its slope on the floor fitted on the pairs (theta: the slope column; the interval '
-           'carries its uncertainty)' if settings.adjust == paired.SLOPE else
+           'carries its uncertainty)' if settings.adjust == stats.SLOPE else
            'the ratio over the floor (slope 1)')
     console.print(f'Pairs of adjacent launches (random order); per pair the log ratio new/old '
                   f'of the value, adjusted by the floor of the same launches by {how}; the '
@@ -288,7 +288,7 @@ def show(judgements: list[paired.Judgement], title: str, settings: paired.Settin
 def acceptance_line(judgements: list[paired.Judgement], margin: float) -> str:
     """The acceptance in one line: ACCEPTED, REFUSED (which variables, the bound reached) or
     NOT DECIDED."""
-    refused = [j for j in judgements if j.acceptance == paired.FAIL]
+    refused = [j for j in judgements if j.acceptance == verdicts.FAIL]
     open_ = [j for j in judgements if j.acceptance is None]
     ends = ', '.join(f'{j.key.test} {j.variable} {j.bound:+.1%}' for j in
                      (refused or open_ or judgements) if j.bound is not None)

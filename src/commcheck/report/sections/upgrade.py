@@ -8,7 +8,7 @@ detected; each test case's looks. Read from ``reports/upgrade/<session>.json`` (
 
 from __future__ import annotations
 
-from commcheck.analysis import gate
+from commcheck.analysis import verdicts
 from commcheck.report.context import Context, Section, record_rows
 from commcheck.report.model import finite, text
 
@@ -50,7 +50,7 @@ def _row(j: dict) -> dict:
             'detectable': finite(j.get('detectable')), 'slower': text(j.get('slower')),
             'slope': finite(j.get('slope')), 'accept': _accept(j.get('accept')),
             'statement': text(j.get('statement')), 'note': text(j.get('note')),
-            'flagged': j.get('verdict') in gate.SOFTWARE_REGRESSED}
+            'flagged': j.get('verdict') in verdicts.SOFTWARE_REGRESSED}
 
 
 def build(ctx: Context) -> Section:
@@ -60,7 +60,7 @@ def build(ctx: Context) -> Section:
     rows = record_rows(ctx, record, 'upgrade', 'judgements', 'judgement', _row)
     if rows is None:
         return Section({'record': None}, 'upgrade.html.j2')
-    order = {v: i for i, v in enumerate(gate.VERDICTS)}
+    order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
     rows.sort(key=lambda r: (order.get(r['verdict'], 99), r['test'], r['variable']))
     settings = record.get('settings') if isinstance(record.get('settings'), dict) else {}
     slower = sorted({r['slower'] for r in rows if r['flagged'] and r['slower']})

@@ -4,7 +4,7 @@ skipped and why, what was not selected and why."""
 from __future__ import annotations
 
 from commcheck import experiments
-from commcheck.analysis import gate as gate_mod
+from commcheck.analysis import verdicts
 from commcheck.report.context import Context, Section, record_rows
 from commcheck.report.model import Case, experiment_languages, feature, finite, text
 
@@ -51,8 +51,8 @@ def _gate(ctx: Context) -> tuple[dict | None, str]:
     rows = record_rows(ctx, record, 'gate', 'comparisons', 'comparison', _gate_row)
     if rows is None:
         return None, 'The gate record found is of other sessions; not shown.'
-    order = {v: i for i, v in enumerate(gate_mod.VERDICTS)}
-    shown = (*gate_mod.SOFTWARE_REGRESSED, gate_mod.MACHINE_CHANGED, gate_mod.IMPROVED)
+    order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
+    shown = (*verdicts.SOFTWARE_REGRESSED, verdicts.MACHINE_CHANGED, verdicts.IMPROVED)
     flagged = sorted((r for r in rows if r['verdict'] in shown),
                      key=lambda r: (order.get(r['verdict'], 99), -abs(r['change'] or 0)))
     counts = record.get('counts') if isinstance(record.get('counts'), dict) else {}
@@ -167,7 +167,7 @@ def _status(total: dict, gate: dict | None) -> tuple[str, str]:
     if not total['cases']:
         return 'no data', 'No test case could be read: nothing to judge (see the warnings).'
     failed = total['fail'] + total['aborted']
-    regressed = sum(r['verdict'] == gate_mod.REGRESSED for r in gate['flagged']) if gate else 0
+    regressed = sum(r['verdict'] == verdicts.REGRESSED for r in gate['flagged']) if gate else 0
     parts = []
     if failed:
         parts.append(f'{failed} of {total["cases"]} test cases failed')
@@ -178,7 +178,7 @@ def _status(total: dict, gate: dict | None) -> tuple[str, str]:
     if gate is None:
         parts.append('not compared with a baseline')
     else:
-        improved = sum(r['verdict'] == gate_mod.IMPROVED for r in gate['flagged'])
+        improved = sum(r['verdict'] == verdicts.IMPROVED for r in gate['flagged'])
         parts.append(f'{regressed} variable(s) regressed, {improved} improved')
     status = 'fail' if failed else 'regressed' if regressed else 'pass'
     return status, '; '.join(parts)
@@ -189,12 +189,12 @@ def build(ctx: Context) -> Section:
     rows = [_counts(ctx.cases, env) for env in ctx.environments]
     if gate:
         for row in rows:
-            for verdict in (gate_mod.REGRESSED, gate_mod.IMPROVED):
+            for verdict in (verdicts.REGRESSED, verdicts.IMPROVED):
                 row[verdict] = sum(r['verdict'] == verdict and r['environ'] == row['environ']
                                    for r in gate['flagged'])
     total = _counts(ctx.cases, None)
     if gate:
-        for verdict in (gate_mod.REGRESSED, gate_mod.IMPROVED):
+        for verdict in (verdicts.REGRESSED, verdicts.IMPROVED):
             total[verdict] = sum(r['verdict'] == verdict for r in gate['flagged'])
     summary = _reframe_summary(ctx)
     matches = bool(summary) and (
