@@ -21,7 +21,9 @@ def launch(rng, state, slower, seq, seconds=0.5):
     noise = lambda: math.exp(rng.normal(0, 0.01))  # noqa: E731
     return {'seq': seq, 'added_small_ns': 0.0 if slower == 1 else 30.0,
             'added_large_ns': 0.0 if slower == 1 else 9000.0, 'seconds': seconds,
-            'values': {'latency_8B': 2 * f8 * slower * noise(),
+            # the share of time the ranks waited for a CPU: 0 in a quiet launch
+            'values': {'cpu_wait': 0.0 if seq % 3 else 0.002,
+                       'latency_8B': 2 * f8 * slower * noise(),
                        'latency_1024B': 2 * f1k * slower * noise(),
                        'bw_1048576B': fbw / 2 / slower * noise(),
                        'floor_latency_8B': f8 * noise(), 'floor_latency_1024B': f1k * noise(),
@@ -85,6 +87,24 @@ def test_pairs_until_decided_stop_early_and_keep_to_the_budget():
     assert all(h == 14 and n <= 14 for r in capped if r['cap'] == 14
                for h, n in zip(r['horizon'], r['pairs'] + r['accept pairs']))
     assert [r for r in capped if r['cap'] is None] == list(rows.values())
+
+
+def test_records_of_two_stacks_pooled_are_judged_each_on_its_own_sessions():
+    """``--rejudge`` of a record of MPICH and one of Open MPI: each stack's rows count its own
+    sessions, none reads a session that did not record it."""
+    other = [{**s, 'index': 10 + s['index'], 'stacks': {'gnu-openmpi4': s['stacks']['gnu-mpich4']}}
+             for s in sessions()[:2]]
+    pooled = sessions() + other
+    stacks = ['gnu-mpich4', 'gnu-openmpi4']
+    fixed = {(r['kind'], r['stack']): r for r in rules.evaluate(pooled, stacks, [12])}
+    assert fixed[(rules.AA, 'gnu-mpich4')]['sessions'] == 4
+    assert fixed[(rules.AA, 'gnu-openmpi4')]['sessions'] == 2
+    assert (('+20 %', 'gnu-openmpi4')) not in fixed
+    until = {(r['kind'], r['stack']): r for r in rules.evaluate_sequential(pooled, stacks, None,
+                                                                          0.05)}
+    assert until[(rules.AA, 'gnu-openmpi4')]['sessions'] == 2
+    assert until[(rules.AA, 'gnu-openmpi4')]['floors'] == rules.floors(
+        sessions()[:2], rules.AA, 'gnu-mpich4', None)
 
 
 @pytest.mark.parametrize('text,want', [

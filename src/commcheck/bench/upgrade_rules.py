@@ -31,7 +31,7 @@ import statistics
 from rich.table import Table
 
 from commcheck import experiments
-from commcheck.analysis import gate, paired, sequential
+from commcheck.analysis import gate, paired, sequential, stats, verdicts
 from commcheck.bench import gate as bench_gate
 from commcheck.results.store import Sample
 
@@ -69,8 +69,8 @@ def flat(session: dict, stack: str, n: int) -> list[Sample]:
             for s in ss]
 
 
-def _flagged(verdicts) -> set[str]:
-    return {v for v, verdict in verdicts if verdict in gate.SOFTWARE_REGRESSED}
+def _flagged(judged) -> set[str]:
+    return {v for v, verdict in judged if verdict in verdicts.SOFTWARE_REGRESSED}
 
 
 def judge(sessions: list[dict], j: int, stack: str, n: int) -> dict:
@@ -82,13 +82,14 @@ def judge(sessions: list[dict], j: int, stack: str, n: int) -> dict:
     judged = paired.compare(both, 'old', 'new')
     out = {'slope': _flagged((c.variable, c.verdict) for c in judged),
            'ratio': _flagged((c.variable, c.verdict) for c in paired.compare(
-               both, 'old', 'new', paired.Settings(adjust=paired.RATIO))),
+               both, 'old', 'new', paired.Settings(adjust=stats.RATIO))),
            'detectable': {c.variable: c.detectable for c in judged}}
     out['environ'] = _flagged((c.variable, c.verdict) for c in gate.compare(
         _relabel(old, 'new vs old'), _relabel(new, 'new vs old')))
     out['perf-compare 10 %'] = {k[4] for k in bench_gate.peer_rule(
         _relabel(old, 'x'), _relabel(new, 'x'), 0.10)}
-    before = [s for s in sessions[:j] if s['kind'] != AA_BUSY][-BASELINE_SESSIONS:]
+    before = [s for s in sessions[:j]
+              if s['kind'] != AA_BUSY and stack in s['stacks']][-BASELINE_SESSIONS:]
     if len(before) < BASELINE_SESSIONS:
         out['gate'] = None
     else:
@@ -135,8 +136,10 @@ def sequential_judge(session: dict, stack: str, budget_s: float | None,
 
 # ---- evaluation ------------------------------------------------------------------------------
 
-def _of_kind(sessions: list[dict], kind: str) -> list[int]:
-    return [j for j, s in enumerate(sessions) if s['kind'] == kind]
+def _of_kind(sessions: list[dict], kind: str, stack: str) -> list[int]:
+    """The sessions of one kind that recorded this stack (``--rejudge`` pools records of
+    different stacks, each session holding its own)."""
+    return [j for j, s in enumerate(sessions) if s['kind'] == kind and stack in s['stacks']]
 
 
 def evaluate(sessions: list[dict], stacks: list[str], counts: list[int]) -> list[dict]:
@@ -146,7 +149,7 @@ def evaluate(sessions: list[dict], stacks: list[str], counts: list[int]) -> list
     for kind in KINDS:
         for stack in stacks:
             for n in counts:
-                judged = [judge(sessions, j, stack, n) for j in _of_kind(sessions, kind)]
+                judged = [judge(sessions, j, stack, n) for j in _of_kind(sessions, kind, stack)]
                 if not judged:
                     continue
                 row = {'kind': kind, 'stack': stack, 'pairs': n, 'sessions': len(judged),
@@ -171,7 +174,7 @@ def evaluate_sequential(sessions: list[dict], stacks: list[str], budget_s: float
     rows = []
     for kind in KINDS:
         for stack in stacks:
-            chosen = [sessions[j] for j in _of_kind(sessions, kind)]
+            chosen = [sessions[j] for j in _of_kind(sessions, kind, stack)]
             for cap in (caps or [None]) if chosen else []:
                 rows.append(_sequential_row(chosen, kind, stack, budget_s, accept, cap))
     return rows
@@ -188,9 +191,9 @@ def _sequential_row(chosen: list[dict], kind: str, stack: str, budget_s: float |
             'flagged': {**{v: sum(v in r['flagged'] for r in plain) for v in SHOWN},
                         'any': sum(bool(r['flagged']) for r in plain)},
             'pairs': [r['pairs'] for r in plain],
-            'accepted': sum(all(a == paired.PASS for a in r['accept'].values())
+            'accepted': sum(all(a == verdicts.PASS for a in r['accept'].values())
                             for r in margin),
-            'refused': sum(any(a == paired.FAIL for a in r['accept'].values()) for r in margin),
+            'refused': sum(any(a == verdicts.FAIL for a in r['accept'].values()) for r in margin),
             'accept pairs': [r['pairs'] for r in margin],
             'floors': floors(chosen, kind, stack, None)}
 
@@ -198,11 +201,10 @@ def _sequential_row(chosen: list[dict], kind: str, stack: str, budget_s: float |
 def floors(sessions: list[dict], kind: str, stack: str, n: int | None) -> dict:
     """The old side's median floors (8 B us, 1 MiB MB/s) and the pairs' median floor ratio
     new/old, over the sessions of one kind."""
-    out = {}
+    out, chosen = {}, [sessions[j] for j in _of_kind(sessions, kind, stack)]
     for name in FLOORS:
-        old = [x['values'][name] for s in sessions if s['kind'] == kind
-               for x in s['stacks'][stack]['old'][:n]]
-        ratio = [b['values'][name] / a['values'][name] for s in sessions if s['kind'] == kind
+        old = [x['values'][name] for s in chosen for x in s['stacks'][stack]['old'][:n]]
+        ratio = [b['values'][name] / a['values'][name] for s in chosen
                  for a, b in zip(s['stacks'][stack]['old'][:n], s['stacks'][stack]['new'][:n])]
         out[name] = (statistics.median(old), statistics.median(ratio)) if old else (None, None)
     return out
@@ -215,9 +217,7 @@ def realized(sessions: list[dict], kind: str, stack: str, n: int) -> dict[str, f
     measured (the path's own cost and the timing's residue) is taken off the new side's."""
     added = {side: ([], []) for side in ('old', 'new')}
     lat8, time1m = [], []
-    for s in sessions:
-        if s['kind'] != kind:
-            continue
+    for s in (sessions[j] for j in _of_kind(sessions, kind, stack)):
         for side, (small, large) in added.items():
             small += [x['added_small_ns'] for x in s['stacks'][stack][side][:n]]
             large += [x['added_large_ns'] for x in s['stacks'][stack][side][:n]]
