@@ -1,6 +1,6 @@
 /* The two-rank message sweeps (pingpong, comms2; the collectives reuse the options): command
- * line and timing loop, with the hardware floor (cc_floor.h) measured between the MPI batches.
- * The messages' payloads and stamps are in cc_payload.h. */
+ * line, timing loop and the run over every size, with the hardware floor (cc_floor.h) measured
+ * between the MPI batches. The messages' payloads and stamps are in cc_payload.h. */
 #ifndef CC_SWEEP_H
 #define CC_SWEEP_H
 
@@ -91,6 +91,63 @@ static inline struct cc_timing cc_sweep_time(const struct cc_sweep *sw, cc_sweep
     free(elapsed);
     free(count);
     return t;
+}
+
+/* What a sweep's kernel gives cc_sweep_run: its name, its step and what one step is. */
+struct cc_sweep_kernel {
+    const char *name;                          /* the META record's kernel= */
+    void (*explain)(const struct cc_sweep *sw); /* rank 0's "# ..." line: what is timed */
+    cc_sweep_step *step;                       /* one iteration */
+    int messages;                              /* messages a rank receives (and checks) per step */
+    const char *time, *message;                /* DATA names: the step's time, one message's */
+    int per_time;                              /* messages in the step's time (one way each) */
+    /* the whole payload of iteration `it`'s last message from `sender` (exit 3 if wrong) */
+    void (*check_last)(const unsigned char *buf, size_t size, int sender, long long it);
+};
+
+/* The sweep over every size in the given order, for a parsed command line (cc_sweep_args):
+ * the buffers, rank 0's explanation and META record, the floor (cc_floor_open); per size the
+ * timing (cc_sweep_time), the whole payload of the last message checked (--inject-error first
+ * corrupts its middle byte, outside the stamps, at the first size on rank 0) and rank 0's DATA
+ * record; then "PASS validated=N" (the messages both ranks checked) and MPI_Finalize. */
+static inline int cc_sweep_run(struct cc_sweep *sw, const struct cc_sweep_kernel *k)
+{
+    int rank = cc_rank(), peer = 1 - rank;
+    unsigned char *sbuf = cc_malloc(sw->max, "the send buffer");
+    unsigned char *rbuf = cc_malloc(sw->max, "the receive buffer");
+    if (rank == 0)
+        k->explain(sw);
+    cc_print_meta(k->name, "iters=%lld warmup=%lld batches=%d sizes=%d", sw->iters, sw->warmup,
+                  sw->batches, sw->nsizes);
+
+    struct cc_floor *hw_floor = cc_floor_open(MPI_COMM_WORLD, sw->max, sw->floor);
+    long long validated = 0;
+    for (int s = 0; s < sw->nsizes; s++) {
+        size_t size = sw->sizes[s];
+        struct cc_timing t = cc_sweep_time(sw, k->step, rank, sbuf, rbuf, size, hw_floor);
+        if (sw->inject && rank == 0 && s == 0)
+            rbuf[size / 2] ^= 0x5a;
+        k->check_last(rbuf, size, peer, sw->iters - 1);
+        validated += k->messages * (sw->warmup + sw->iters);
+        if (rank == 0) {
+            double message_us = t.median_us / k->per_time;
+            printf("DATA size=%zu iters=%lld batches=%d %s_us=%.4f %s_us=%.4f bw_MBps=%.4f "
+                   "%s_mean_us=%.4f\n", size, sw->iters, sw->batches, k->time, t.median_us,
+                   k->message, message_us, (double)size / message_us, k->time, t.mean_us);
+            fflush(stdout);
+        }
+    }
+
+    cc_floor_close(hw_floor);
+    long long total = 0;
+    CC_CHECK(MPI_Reduce(&validated, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+    if (rank == 0)
+        printf("PASS validated=%lld\n", total);
+    free(sbuf);
+    free(rbuf);
+    free(sw->sizes);
+    CC_CHECK(MPI_Finalize());
+    return 0;
 }
 
 #endif

@@ -440,14 +440,14 @@ end module cc_util
 ! Bytes are stored as value - 128 to fit int8; buffers are zero-based like the offsets.
 module cc_payload
   CC_USE_MPI
-  use, intrinsic :: iso_fortran_env, only: int8, int64, real64
+  use, intrinsic :: iso_fortran_env, only: output_unit, int8, int64, real64
   use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_int64_t
   use cc_util
   implicit none
   private
-  public :: cc_sweep, cc_sweep_args, cc_sweep_step, cc_sweep_time, cc_payload_fill, &
-            cc_payload_stamp, cc_payload_byte, cc_payload_mismatch, cc_floor_open, &
-            cc_floor_begin, cc_floor_batch, cc_floor_end, cc_floor_close
+  public :: cc_sweep, cc_sweep_args, cc_sweep_step, cc_sweep_time, cc_sweep_run, cc_sbuf, &
+            cc_rbuf, cc_payload_fill, cc_payload_stamp, cc_payload_byte, cc_payload_mismatch, &
+            cc_floor_open, cc_floor_begin, cc_floor_batch, cc_floor_end, cc_floor_close
   integer, parameter :: FLOOR_NO = 0, FLOOR_YES = 1, FLOOR_TCP = 2
 
   ! The hardware floor (common/cc_floor.h), shared with the C kernels.
@@ -501,7 +501,20 @@ module cc_payload
       import :: int64
       integer(int64), intent(in) :: nbytes, it
     end subroutine
+    ! Rank 0's '# ...' line: what is timed.
+    subroutine cc_sweep_explain()
+    end subroutine
+    ! The whole payload of iteration it's last message, in cc_rbuf (exit 3 if wrong).
+    subroutine cc_sweep_check_last(nbytes, it)
+      import :: int64
+      integer(int64), intent(in) :: nbytes, it
+    end subroutine
   end interface
+
+  ! The sweep's send and receive buffers (cc_sweep_run allocates them), zero-based like the
+  ! byte offsets in the messages; the kernel's step and check read them.
+  integer(int8), allocatable :: cc_sbuf(:)
+  integer(int8), allocatable, asynchronous :: cc_rbuf(:)
 
 contains
 
@@ -536,6 +549,60 @@ contains
     end do
     call cc_floor_end(hw_floor)
     call cc_batch_timing(elapsed, counts, median_us, mean_us)
+  end subroutine
+
+  ! The sweep over every size in the given order (C: cc_sweep_run), for a parsed command line:
+  ! the buffers, rank 0's explanation and META record, the floor; per size the timing
+  ! (cc_sweep_time), the whole payload of the last message checked (--inject-error first
+  ! corrupts its middle byte, outside the stamps, at the first size on rank 0) and rank 0's DATA
+  ! record, named `time` for the step and `message` for one of its per_time messages; then
+  ! 'PASS validated=N' (the messages both ranks checked, `messages` a step each) and MPI_Finalize.
+  subroutine cc_sweep_run(sw, kernel, explain, step, messages, time, message, per_time, &
+                          check_last)
+    type(cc_sweep), intent(in) :: sw
+    character(len=*), intent(in) :: kernel, time, message
+    procedure(cc_sweep_explain) :: explain
+    procedure(cc_sweep_step) :: step
+    integer, intent(in) :: messages, per_time
+    procedure(cc_sweep_check_last) :: check_last
+    type(c_ptr) :: hw_floor
+    integer(int64) :: nbytes, validated, total
+    real(real64) :: median_us, mean_us, message_us
+    integer :: rank, k, ierr
+    rank = cc_rank()
+    allocate(cc_sbuf(0:maxval(sw%sizes) - 1), cc_rbuf(0:maxval(sw%sizes) - 1))
+    if (rank == 0) call explain()
+    call cc_print_meta(kernel, 'iters=' // cc_str(sw%iters) // ' warmup=' // &
+                       cc_str(sw%warmup) // ' batches=' // cc_str(sw%batches) // ' sizes=' // &
+                       cc_str(size(sw%sizes)))
+
+    hw_floor = cc_floor_open(sw)
+    validated = 0
+    do k = 1, size(sw%sizes)
+      nbytes = sw%sizes(k)
+      call cc_payload_fill(cc_sbuf, nbytes, rank)
+      cc_rbuf(0:nbytes - 1) = 0
+      call cc_sweep_time(sw, step, hw_floor, nbytes, median_us, mean_us)
+      if (sw%inject .and. rank == 0 .and. k == 1) cc_rbuf(nbytes / 2) = not(cc_rbuf(nbytes / 2))
+      call check_last(nbytes, sw%iters - 1)
+      validated = validated + messages * (sw%warmup + sw%iters)
+      if (rank == 0) then
+        message_us = median_us / per_time
+        write(output_unit, '(a)') 'DATA size=' // cc_str(nbytes) // ' iters=' // &
+          cc_str(sw%iters) // ' batches=' // cc_str(sw%batches) // ' ' // time // '_us=' // &
+          cc_fixed(median_us, 4) // ' ' // message // '_us=' // cc_fixed(message_us, 4) // &
+          ' bw_MBps=' // cc_fixed(real(nbytes, real64) / message_us, 4) // ' ' // time // &
+          '_mean_us=' // cc_fixed(mean_us, 4)
+        flush(output_unit)
+      end if
+    end do
+
+    call cc_floor_close(hw_floor)
+    call MPI_Reduce(validated, total, 1, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+    call cc_check(ierr, 'MPI_Reduce')
+    if (rank == 0) write(output_unit, '(a)') 'PASS validated=' // cc_str(total)
+    call MPI_Finalize(ierr)
+    call cc_check(ierr, 'MPI_Finalize')
   end subroutine
 
   ! Parses the command line; a sweep runs on exactly 2 ranks.

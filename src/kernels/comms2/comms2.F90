@@ -2,16 +2,14 @@
 ! at once, so the link is used in both directions; exchanges are timed per size in batches,
 ! and the median of the batch means is reported.
 #include "cc_mpi.h"
-! The exchange and what it reads: module state, so that cc_sweep_time can call it.
+! The exchange and what it reads: module state, so that cc_sweep_run can call it.
 module comms2_step
   CC_USE_MPI
-  use, intrinsic :: iso_fortran_env, only: output_unit, int8, int64
+  use, intrinsic :: iso_fortran_env, only: output_unit, int64
   use cc_util
-  use cc_payload
+  use cc_payload, sbuf => cc_sbuf, rbuf => cc_rbuf
   implicit none
   type(cc_sweep) :: sw
-  integer(int8), allocatable :: sbuf(:)
-  integer(int8), allocatable, asynchronous :: rbuf(:)
   integer :: rank, peer
 
 contains
@@ -56,6 +54,23 @@ contains
       cc_str(cc_payload_byte(nbytes, peer, seq(it, round), j) + 128_int64))
   end subroutine
 
+  ! The whole payload of the last exchange's second round.
+  subroutine check_last(nbytes, it)
+    integer(int64), intent(in) :: nbytes, it
+    call check(nbytes, it, 1, .true.)
+  end subroutine
+
+  subroutine explain()
+    write(output_unit, '(a)') '# comms2: one iteration = 2 rounds of (MPI_Irecv, ' // &
+      'MPI_Send, MPI_Wait) on both ranks at once = 4 messages; per size MPI_Barrier, ' // &
+      cc_str(sw%warmup) // ' untimed iterations, then ' // cc_str(sw%iters) // ' iterations in ' // &
+      cc_str(sw%batches) // ' batches of consecutive ones, MPI_Wtime around each batch; ' // &
+      'exchange_us = median of the batch means, exchange_mean_us = all batches'' time/iters, ' // &
+      'msg_us = exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us (10^6 B/s); validated ' // &
+      '= received messages checked (iteration stamp in first/last 8 bytes of each, whole ' // &
+      'payload of the last)'
+  end subroutine
+
   subroutine print_usage()
     write(output_unit, '(a)') 'Usage: comms2-f [options]   (exactly 2 ranks)', &
       'Both ranks send to each other at once (full duplex), two rounds per iteration;', &
@@ -78,65 +93,16 @@ contains
 end module
 
 program comms2
-  CC_USE_MPI
-  use, intrinsic :: iso_fortran_env, only: output_unit, int64, real64
-  use, intrinsic :: iso_c_binding, only: c_ptr
-  use cc_util
-  use cc_payload
+  use cc_util, only: cc_init, cc_rank
+  use cc_payload, only: cc_sweep_args, cc_sweep_run
   use comms2_step
   implicit none
-  type(c_ptr) :: hw_floor
-  integer(int64) :: nbytes, validated, total
-  real(real64) :: exchange_us, exchange_mean_us, msg_us
-  integer :: k, ierr
 
   call cc_init()
   call cc_sweep_args('comms2', print_usage, sw)
-
   rank = cc_rank()
   peer = 1 - rank
-  ! Zero-based like the byte offsets in the messages.
-  allocate(sbuf(0:maxval(sw%sizes) - 1), rbuf(0:maxval(sw%sizes) - 1))
-  if (rank == 0) write(output_unit, '(a)') '# comms2: one iteration = 2 rounds of (MPI_Irecv, ' // &
-    'MPI_Send, MPI_Wait) on both ranks at once = 4 messages; per size MPI_Barrier, ' // &
-    cc_str(sw%warmup) // ' untimed iterations, then ' // cc_str(sw%iters) // ' iterations in ' // &
-    cc_str(sw%batches) // ' batches of consecutive ones, MPI_Wtime around each batch; ' // &
-    'exchange_us = median of the batch means, exchange_mean_us = all batches'' time/iters, ' // &
-    'msg_us = exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us (10^6 B/s); validated ' // &
-    '= received messages checked (iteration stamp in first/last 8 bytes of each, whole ' // &
-    'payload of the last)'
-  call cc_print_meta('comms2', 'iters=' // cc_str(sw%iters) // ' warmup=' // &
-                     cc_str(sw%warmup) // ' batches=' // cc_str(sw%batches) // ' sizes=' // &
-                     cc_str(size(sw%sizes)))
-
-  hw_floor = cc_floor_open(sw)
-  validated = 0
-  do k = 1, size(sw%sizes)
-    nbytes = sw%sizes(k)
-    call cc_payload_fill(sbuf, nbytes, rank)
-    rbuf(0:nbytes - 1) = 0
-    call cc_sweep_time(sw, exchange, hw_floor, nbytes, exchange_us, exchange_mean_us)
-
-    ! The middle byte lies outside the stamps, so only the whole-payload check sees it.
-    if (sw%inject .and. rank == 0 .and. k == 1) rbuf(nbytes / 2) = not(rbuf(nbytes / 2))
-    call check(nbytes, sw%iters - 1, 1, .true.)
-    validated = validated + 2 * (sw%warmup + sw%iters)
-    if (rank == 0) then
-      msg_us = exchange_us / 4
-      write(output_unit, '(a)') 'DATA size=' // cc_str(nbytes) // ' iters=' // cc_str(sw%iters) // &
-        ' batches=' // cc_str(sw%batches) // ' exchange_us=' // cc_fixed(exchange_us, 4) // &
-        ' msg_us=' // cc_fixed(msg_us, 4) // ' bw_MBps=' // &
-        cc_fixed(real(nbytes, real64) / msg_us, 4) // ' exchange_mean_us=' // &
-        cc_fixed(exchange_mean_us, 4)
-      flush(output_unit)
-    end if
-  end do
-
-  call cc_floor_close(hw_floor)
-  call MPI_Reduce(validated, total, 1, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
-  call cc_check(ierr, 'MPI_Reduce')
-  if (rank == 0) write(output_unit, '(a)') 'PASS validated=' // cc_str(total)
-  call MPI_Finalize(ierr)
-  call cc_check(ierr, 'MPI_Finalize')
+  call cc_sweep_run(sw, 'comms2', explain, exchange, messages=2, time='exchange', &
+                    message='msg', per_time=4, check_last=check_last)
 
 end program

@@ -53,56 +53,32 @@ static void exchange(int rank, unsigned char *sbuf, unsigned char *rbuf, size_t 
     }
 }
 
+/* The whole payload of the last exchange's second round. */
+static void check_last(const unsigned char *buf, size_t size, int sender, long long it)
+{
+    check(buf, size, sender, it, 1, 1);
+}
+
+static void explain(const struct cc_sweep *sw)
+{
+    printf("# comms2: one iteration = 2 rounds of (MPI_Irecv, MPI_Send, MPI_Wait) on both ranks at "
+           "once = 4 messages; per size MPI_Barrier, %lld untimed iterations, then %lld iterations "
+           "in %d batches of consecutive ones, MPI_Wtime around each batch; exchange_us = median "
+           "of the batch means, exchange_mean_us = all batches' time/iters, msg_us = "
+           "exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us (10^6 B/s); validated = "
+           "received messages checked (iteration stamp in first/last 8 bytes of each, whole "
+           "payload of the last)\n",
+           sw->warmup, sw->iters, sw->batches);
+}
+
+static const struct cc_sweep_kernel comms2 = {
+    .name = "comms2", .explain = explain, .step = exchange, .messages = 2,
+    .time = "exchange", .message = "msg", .per_time = 4, .check_last = check_last};
+
 int main(int argc, char **argv)
 {
     cc_init(&argc, &argv);
     struct cc_sweep sw;
     cc_sweep_args(argc, argv, "comms2", usage, &sw);
-
-    int rank = cc_rank(), peer = 1 - rank;
-    unsigned char *sbuf = cc_malloc(sw.max, "the send buffer");
-    unsigned char *rbuf = cc_malloc(sw.max, "the receive buffer");
-    if (rank == 0)
-        printf("# comms2: one iteration = 2 rounds of (MPI_Irecv, MPI_Send, MPI_Wait) on both "
-               "ranks at once = 4 messages; per size MPI_Barrier, %lld untimed iterations, then "
-               "%lld iterations in %d batches of consecutive ones, MPI_Wtime around each batch; "
-               "exchange_us = median of the batch means, exchange_mean_us = all batches' "
-               "time/iters, msg_us = exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us "
-               "(10^6 B/s); validated = received messages checked (iteration stamp in first/last "
-               "8 bytes of each, whole payload of the last)\n",
-               sw.warmup, sw.iters, sw.batches);
-    cc_print_meta("comms2", "iters=%lld warmup=%lld batches=%d sizes=%d", sw.iters, sw.warmup,
-                  sw.batches, sw.nsizes);
-
-    struct cc_floor *hw_floor = cc_floor_open(MPI_COMM_WORLD, sw.max, sw.floor);
-    long long validated = 0;
-    for (int k = 0; k < sw.nsizes; k++) {
-        size_t size = sw.sizes[k];
-        struct cc_timing timing = cc_sweep_time(&sw, exchange, rank, sbuf, rbuf, size,
-                                               hw_floor);
-
-        /* The middle byte lies outside the stamps, so only the whole-payload check sees it. */
-        if (sw.inject && rank == 0 && k == 0)
-            rbuf[size / 2] ^= 0x5a;
-        check(rbuf, size, peer, sw.iters - 1, 1, 1);
-        validated += 2 * (sw.warmup + sw.iters);
-        if (rank == 0) {
-            double msg_us = timing.median_us / 4;
-            printf("DATA size=%zu iters=%lld batches=%d exchange_us=%.4f msg_us=%.4f bw_MBps=%.4f "
-                   "exchange_mean_us=%.4f\n", size, sw.iters, sw.batches, timing.median_us,
-                   msg_us, (double)size / msg_us, timing.mean_us);
-            fflush(stdout);
-        }
-    }
-
-    cc_floor_close(hw_floor);
-    long long total = 0;
-    CC_CHECK(MPI_Reduce(&validated, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
-    if (rank == 0)
-        printf("PASS validated=%lld\n", total);
-    free(sbuf);
-    free(rbuf);
-    free(sw.sizes);
-    CC_CHECK(MPI_Finalize());
-    return 0;
+    return cc_sweep_run(&sw, &comms2);
 }

@@ -2,15 +2,14 @@
 ! rank 0 sends a message, rank 1 sends one back; round trips are timed per size in batches,
 ! and the median of the batch means is reported.
 #include "cc_mpi.h"
-! The round trip and what it reads: module state, so that cc_sweep_time can call it.
+! The round trip and what it reads: module state, so that cc_sweep_run can call it.
 module pingpong_step
   CC_USE_MPI
-  use, intrinsic :: iso_fortran_env, only: output_unit, int8, int64
+  use, intrinsic :: iso_fortran_env, only: output_unit, int64
   use cc_util
-  use cc_payload
+  use cc_payload, sbuf => cc_sbuf, rbuf => cc_rbuf
   implicit none
   type(cc_sweep) :: sw
-  integer(int8), allocatable :: sbuf(:), rbuf(:)
   integer :: rank, peer
 
 contains
@@ -53,6 +52,22 @@ contains
       cc_str(cc_payload_byte(nbytes, peer, seq(it), j) + 128_int64))
   end subroutine
 
+  ! The whole payload of the last round trip's answer.
+  subroutine check_last(nbytes, it)
+    integer(int64), intent(in) :: nbytes, it
+    call check(nbytes, it, .true.)
+  end subroutine
+
+  subroutine explain()
+    write(output_unit, '(a)') '# pingpong: per size MPI_Barrier, ' // &
+      cc_str(sw%warmup) // ' untimed round trips, then ' // cc_str(sw%iters) // &
+      ' round trips in ' // cc_str(sw%batches) // ' batches of consecutive ones, MPI_Wtime ' // &
+      'around each batch; rtt_us = median of the batch means, rtt_mean_us = all batches'' ' // &
+      'time/iters, oneway_us = rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); ' // &
+      'validated = received messages checked (iteration stamp in first/last 8 bytes of each, ' // &
+      'whole payload of the last)'
+  end subroutine
+
   subroutine print_usage()
     write(output_unit, '(a)') 'Usage: pingpong-f [options]   (exactly 2 ranks)', &
       'Rank 0 sends a message, rank 1 answers; round-trip time per message size, the median', &
@@ -74,63 +89,16 @@ contains
 end module
 
 program pingpong
-  CC_USE_MPI
-  use, intrinsic :: iso_fortran_env, only: output_unit, int64, real64
-  use, intrinsic :: iso_c_binding, only: c_ptr
-  use cc_util
-  use cc_payload
+  use cc_util, only: cc_init, cc_rank
+  use cc_payload, only: cc_sweep_args, cc_sweep_run
   use pingpong_step
   implicit none
-  type(c_ptr) :: hw_floor
-  integer(int64) :: nbytes, validated, total
-  real(real64) :: rtt_us, rtt_mean_us, oneway_us
-  integer :: k, ierr
 
   call cc_init()
   call cc_sweep_args('pingpong', print_usage, sw)
-
   rank = cc_rank()
   peer = 1 - rank
-  ! Zero-based like the byte offsets in the messages.
-  allocate(sbuf(0:maxval(sw%sizes) - 1), rbuf(0:maxval(sw%sizes) - 1))
-  if (rank == 0) write(output_unit, '(a)') '# pingpong: per size MPI_Barrier, ' // &
-    cc_str(sw%warmup) // ' untimed round trips, then ' // cc_str(sw%iters) // &
-    ' round trips in ' // cc_str(sw%batches) // ' batches of consecutive ones, MPI_Wtime ' // &
-    'around each batch; rtt_us = median of the batch means, rtt_mean_us = all batches'' ' // &
-    'time/iters, oneway_us = rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); ' // &
-    'validated = received messages checked (iteration stamp in first/last 8 bytes of each, ' // &
-    'whole payload of the last)'
-  call cc_print_meta('pingpong', 'iters=' // cc_str(sw%iters) // ' warmup=' // &
-                     cc_str(sw%warmup) // ' batches=' // cc_str(sw%batches) // ' sizes=' // &
-                     cc_str(size(sw%sizes)))
-
-  hw_floor = cc_floor_open(sw)
-  validated = 0
-  do k = 1, size(sw%sizes)
-    nbytes = sw%sizes(k)
-    call cc_payload_fill(sbuf, nbytes, rank)
-    rbuf(0:nbytes - 1) = 0
-    call cc_sweep_time(sw, round_trip, hw_floor, nbytes, rtt_us, rtt_mean_us)
-
-    ! The middle byte lies outside the stamps, so only the whole-payload check sees it.
-    if (sw%inject .and. rank == 0 .and. k == 1) rbuf(nbytes / 2) = not(rbuf(nbytes / 2))
-    call check(nbytes, sw%iters - 1, .true.)
-    validated = validated + sw%warmup + sw%iters
-    if (rank == 0) then
-      oneway_us = rtt_us / 2
-      write(output_unit, '(a)') 'DATA size=' // cc_str(nbytes) // ' iters=' // cc_str(sw%iters) // &
-        ' batches=' // cc_str(sw%batches) // ' rtt_us=' // cc_fixed(rtt_us, 4) // ' oneway_us=' // &
-        cc_fixed(oneway_us, 4) // ' bw_MBps=' // cc_fixed(real(nbytes, real64) / oneway_us, 4) // &
-        ' rtt_mean_us=' // cc_fixed(rtt_mean_us, 4)
-      flush(output_unit)
-    end if
-  end do
-
-  call cc_floor_close(hw_floor)
-  call MPI_Reduce(validated, total, 1, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
-  call cc_check(ierr, 'MPI_Reduce')
-  if (rank == 0) write(output_unit, '(a)') 'PASS validated=' // cc_str(total)
-  call MPI_Finalize(ierr)
-  call cc_check(ierr, 'MPI_Finalize')
+  call cc_sweep_run(sw, 'pingpong', explain, round_trip, messages=1, time='rtt', &
+                    message='oneway', per_time=2, check_last=check_last)
 
 end program

@@ -50,54 +50,30 @@ static void round_trip(int rank, unsigned char *sbuf, unsigned char *rbuf, size_
     check(rbuf, size, peer, it, 0);
 }
 
+/* The whole payload of the last round trip's answer. */
+static void check_last(const unsigned char *buf, size_t size, int sender, long long it)
+{
+    check(buf, size, sender, it, 1);
+}
+
+static void explain(const struct cc_sweep *sw)
+{
+    printf("# pingpong: per size MPI_Barrier, %lld untimed round trips, then %lld round trips in "
+           "%d batches of consecutive ones, MPI_Wtime around each batch; rtt_us = median of the "
+           "batch means, rtt_mean_us = all batches' time/iters, oneway_us = rtt_us/2, bw_MBps = "
+           "size/oneway_us (10^6 B/s); validated = received messages checked (iteration stamp in "
+           "first/last 8 bytes of each, whole payload of the last)\n",
+           sw->warmup, sw->iters, sw->batches);
+}
+
+static const struct cc_sweep_kernel pingpong = {
+    .name = "pingpong", .explain = explain, .step = round_trip, .messages = 1,
+    .time = "rtt", .message = "oneway", .per_time = 2, .check_last = check_last};
+
 int main(int argc, char **argv)
 {
     cc_init(&argc, &argv);
     struct cc_sweep sw;
     cc_sweep_args(argc, argv, "pingpong", usage, &sw);
-
-    int rank = cc_rank(), peer = 1 - rank;
-    unsigned char *sbuf = cc_malloc(sw.max, "the send buffer");
-    unsigned char *rbuf = cc_malloc(sw.max, "the receive buffer");
-    if (rank == 0)
-        printf("# pingpong: per size MPI_Barrier, %lld untimed round trips, then %lld round trips "
-               "in %d batches of consecutive ones, MPI_Wtime around each batch; rtt_us = median "
-               "of the batch means, rtt_mean_us = all batches' time/iters, oneway_us = rtt_us/2, "
-               "bw_MBps = size/oneway_us (10^6 B/s); validated = received messages checked "
-               "(iteration stamp in first/last 8 bytes of each, whole payload of the last)\n",
-               sw.warmup, sw.iters, sw.batches);
-    cc_print_meta("pingpong", "iters=%lld warmup=%lld batches=%d sizes=%d", sw.iters, sw.warmup,
-                  sw.batches, sw.nsizes);
-
-    struct cc_floor *hw_floor = cc_floor_open(MPI_COMM_WORLD, sw.max, sw.floor);
-    long long validated = 0;
-    for (int k = 0; k < sw.nsizes; k++) {
-        size_t size = sw.sizes[k];
-        struct cc_timing rtt = cc_sweep_time(&sw, round_trip, rank, sbuf, rbuf, size,
-                                               hw_floor);
-
-        /* The middle byte lies outside the stamps, so only the whole-payload check sees it. */
-        if (sw.inject && rank == 0 && k == 0)
-            rbuf[size / 2] ^= 0x5a;
-        check(rbuf, size, peer, sw.iters - 1, 1);
-        validated += sw.warmup + sw.iters;
-        if (rank == 0) {
-            double oneway_us = rtt.median_us / 2;
-            printf("DATA size=%zu iters=%lld batches=%d rtt_us=%.4f oneway_us=%.4f bw_MBps=%.4f "
-                   "rtt_mean_us=%.4f\n", size, sw.iters, sw.batches, rtt.median_us, oneway_us,
-                   (double)size / oneway_us, rtt.mean_us);
-            fflush(stdout);
-        }
-    }
-
-    cc_floor_close(hw_floor);
-    long long total = 0;
-    CC_CHECK(MPI_Reduce(&validated, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
-    if (rank == 0)
-        printf("PASS validated=%lld\n", total);
-    free(sbuf);
-    free(rbuf);
-    free(sw.sizes);
-    CC_CHECK(MPI_Finalize());
-    return 0;
+    return cc_sweep_run(&sw, &pingpong);
 }

@@ -1,5 +1,6 @@
 """One run of a Python kernel under mpi4py: the exit codes and records of ../README.md, and the
-timing loop of the sweeps (warm-up, batches, the run's first message).
+timing loop and the run over every size of the sweeps (warm-up, batches, the run's first
+message).
 
 Exit codes: bad input 2 (one ERROR line from rank 0, every rank finalizes); a validation
 failure 3 and a failed MPI call 4 (the rank that saw it prints one ERROR line and calls
@@ -7,11 +8,15 @@ MPI_Abort, as the C kernels do)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
+import ccpayload as payload
+import numpy as np
 from ccargs import Help, UsageError
 
 EXIT_USAGE, EXIT_VALIDATION, EXIT_FAILURE = 2, 3, 4
@@ -19,6 +24,30 @@ EXIT_USAGE, EXIT_VALIDATION, EXIT_FAILURE = 2, 3, 4
 
 class ValidationError(Exception):
     """Received data differ from what was sent."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepKernel:
+    """What a two-rank sweep (pingpong.py, comms2.py) gives :meth:`Run.sweep`."""
+
+    #: The META record's ``kernel=``.
+    name: str
+    #: ``(run, size, sbuf, rbuf, stale) -> (step(it), last())`` for ``--path buffer``: one step
+    #: on NumPy buffers, and the last message received; rank 0 sends timed iteration ``stale``
+    #: without its new stamp (``--inject-error``; None: never).
+    buffer_step: Callable
+    #: ``(run, size, sbuf, stale) -> (step(it), last())`` for ``--path pickle``.
+    pickle_step: Callable
+    #: ``(buf, size, sender, it)``: the whole payload of iteration ``it``'s last message.
+    check_last: Callable
+    #: Messages a rank receives (and checks) per step.
+    messages: int
+    #: The DATA and RESULT name of the step's time (``rtt``, ``exchange``).
+    time: str
+    #: The DATA name of one message's time (``oneway``, ``msg``).
+    message: str
+    #: Messages in the step's time.
+    per_time: int
 
 
 class Run:
@@ -80,6 +109,39 @@ class Run:
         n = len(means)
         median = means[n // 2] if n % 2 else (means[n // 2 - 1] + means[n // 2]) / 2
         return median, total / sweep.iters * 1e6
+
+    def sweep(self, sw, kernel: SweepKernel, explanation: str) -> None:
+        """Every size of a two-rank sweep in the given order (as cc_sweep_run): the buffers,
+        the explanation and META record; per size the timing (:meth:`time`), the whole payload
+        of the last message checked and the DATA record; then the RESULT record of the run's
+        first step and ``PASS validated=N`` (the messages both ranks checked)."""
+        rank, peer = self.rank, 1 - self.rank
+        largest = max(sw.sizes)
+        sbuf, rbuf = np.zeros(largest, dtype=np.uint8), np.zeros(largest, dtype=np.uint8)
+        self.print(explanation)
+        self.meta(kernel.name, f'path={sw.path} iters={sw.iters} warmup={sw.warmup} '
+                               f'sizes={len(sw.sizes)} batches={sw.batches}')
+        validated, name = 0, kernel.time
+        for k, size in enumerate(sw.sizes):
+            stale = sw.iters // 2 if sw.inject and k == 0 else None
+            sbuf[:size] = payload.body(size, rank)
+            rbuf[:size] = 0
+            if sw.path == 'buffer':
+                step, last = kernel.buffer_step(self, size, sbuf, rbuf, stale)
+            else:
+                step, last = kernel.pickle_step(self, size, sbuf, stale)
+            median, mean = self.time(step, sw)
+            kernel.check_last(last(), size, peer, sw.iters - 1)
+            validated += kernel.messages * (sw.warmup + sw.iters)
+            one = median / kernel.per_time
+            self.print(f'DATA size={size} iters={sw.iters} batches={sw.batches} '
+                       f'{name}_us={median:.4f} {kernel.message}_us={one:.4f} '
+                       f'bw_MBps={size / one:.4f} {name}_mean_us={mean:.4f}')
+        first = self.first_s * 1e6
+        self.print(f'RESULT first_size={sw.sizes[0]} first_{name}_us={first:.4f} '
+                   f'first_message_us={first / kernel.per_time:.4f}')
+        total = self.sum(validated)
+        self.print(f'PASS validated={total}')
 
 
 def batch_start(b: int, sweep) -> int:

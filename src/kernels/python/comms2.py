@@ -4,9 +4,8 @@ ranks send at once, so the link is used in both directions; the exchange is time
 import sys
 
 import ccpayload as payload
-import numpy as np
 from ccargs import parse_sweep
-from ccrun import Run, ValidationError, main
+from ccrun import Run, SweepKernel, ValidationError, main
 
 USAGE = """\
 Usage: comms2.py [options]   (exactly 2 ranks; mpi4py)
@@ -82,44 +81,29 @@ def pickle_step(run, size, sbuf, stale):
     return step, lambda: got[0]
 
 
+def check_last(buf, size, sender, it):
+    """The whole payload of the last exchange's second round."""
+    check(buf, size, sender, it, 1, whole=True)
+
+
+KERNEL = SweepKernel(name='comms2', buffer_step=buffer_step, pickle_step=pickle_step,
+                     check_last=check_last, messages=2, time='exchange', message='msg',
+                     per_time=4)
+
+
 def comms2(run: Run) -> None:
     sw = parse_sweep(sys.argv[1:], 'comms2', USAGE, run.size)
-    rank, peer = run.rank, 1 - run.rank
-    largest = max(sw.sizes)
-    sbuf, rbuf = np.zeros(largest, dtype=np.uint8), np.zeros(largest, dtype=np.uint8)
     api = ('Irecv/Send/Wait of NumPy arrays' if sw.path == 'buffer'
            else 'isend/recv/wait of pickled bytearrays')
-    run.print(f'# comms2 (Python, mpi4py {api}): one iteration = 2 rounds on both ranks at once '
-              f'= 4 messages; per size MPI barrier, {sw.warmup} untimed iterations, then '
-              f'{sw.iters} iterations in {sw.batches} batches timed with MPI.Wtime; exchange_us = '
-              f'median of the batch means, exchange_mean_us = elapsed/iters, msg_us = '
-              f'exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us (10^6 B/s); RESULT '
-              f"first_exchange_us = the run's first iteration alone; validated = received "
-              f'messages checked (iteration stamp in first/last 8 bytes of each, whole payload '
-              f'of the last)')
-    run.meta('comms2', f'path={sw.path} iters={sw.iters} warmup={sw.warmup} '
-                       f'sizes={len(sw.sizes)} batches={sw.batches}')
-    validated = 0
-    for k, size in enumerate(sw.sizes):
-        stale = sw.iters // 2 if sw.inject and k == 0 else None
-        sbuf[:size] = payload.body(size, rank)
-        rbuf[:size] = 0
-        if sw.path == 'buffer':
-            step, last = buffer_step(run, size, sbuf, rbuf, stale)
-        else:
-            step, last = pickle_step(run, size, sbuf, stale)
-        exchange, mean = run.time(step, sw)
-        check(last(), size, peer, sw.iters - 1, 1, whole=True)
-        validated += 2 * (sw.warmup + sw.iters)
-        msg = exchange / 4
-        run.print(f'DATA size={size} iters={sw.iters} batches={sw.batches} '
-                  f'exchange_us={exchange:.4f} msg_us={msg:.4f} bw_MBps={size / msg:.4f} '
-                  f'exchange_mean_us={mean:.4f}')
-    first = run.first_s * 1e6
-    run.print(f'RESULT first_size={sw.sizes[0]} first_exchange_us={first:.4f} '
-              f'first_message_us={first / 4:.4f}')
-    total = run.sum(validated)
-    run.print(f'PASS validated={total}')
+    explanation = (f'# comms2 (Python, mpi4py {api}): one iteration = 2 rounds on both ranks at '
+                   f'once = 4 messages; per size MPI barrier, {sw.warmup} untimed iterations, '
+                   f'then {sw.iters} iterations in {sw.batches} batches timed with MPI.Wtime; '
+                   f'exchange_us = median of the batch means, exchange_mean_us = elapsed/iters, '
+                   f'msg_us = exchange_us/4 (Parkbench COMMS2), bw_MBps = size/msg_us (10^6 '
+                   f"B/s); RESULT first_exchange_us = the run's first iteration alone; validated "
+                   f'= received messages checked (iteration stamp in first/last 8 bytes of each, '
+                   f'whole payload of the last)')
+    run.sweep(sw, KERNEL, explanation)
 
 
 if __name__ == '__main__':

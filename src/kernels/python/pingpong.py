@@ -4,9 +4,8 @@
 import sys
 
 import ccpayload as payload
-import numpy as np
 from ccargs import parse_sweep
-from ccrun import Run, ValidationError, main
+from ccrun import Run, SweepKernel, ValidationError, main
 
 USAGE = """\
 Usage: pingpong.py [options]   (exactly 2 ranks; mpi4py)
@@ -83,40 +82,27 @@ def pickle_step(run, size, sbuf, stale):
     return step, lambda: got[0]
 
 
+def check_last(buf, size, sender, it):
+    """The whole payload of the last round trip."""
+    check(buf, size, sender, it, whole=True)
+
+
+KERNEL = SweepKernel(name='pingpong', buffer_step=buffer_step, pickle_step=pickle_step,
+                     check_last=check_last, messages=1, time='rtt', message='oneway',
+                     per_time=2)
+
+
 def pingpong(run: Run) -> None:
     sw = parse_sweep(sys.argv[1:], 'pingpong', USAGE, run.size)
-    rank, peer = run.rank, 1 - run.rank
-    largest = max(sw.sizes)
-    sbuf, rbuf = np.zeros(largest, dtype=np.uint8), np.zeros(largest, dtype=np.uint8)
     api = 'Send/Recv of NumPy arrays' if sw.path == 'buffer' else 'send/recv of pickled bytearrays'
-    run.print(f'# pingpong (Python, mpi4py {api}): per size MPI barrier, {sw.warmup} untimed '
-              f'round trips, then {sw.iters} round trips in {sw.batches} batches timed with '
-              f'MPI.Wtime; rtt_us = median of the batch means, rtt_mean_us = elapsed/iters, '
-              f'oneway_us = rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); RESULT first_rtt_us '
-              f"= the run's first round trip alone; validated = received messages checked "
-              f'(iteration stamp in first/last 8 bytes of each, whole payload of the last)')
-    run.meta('pingpong', f'path={sw.path} iters={sw.iters} warmup={sw.warmup} '
-                         f'sizes={len(sw.sizes)} batches={sw.batches}')
-    validated = 0
-    for k, size in enumerate(sw.sizes):
-        stale = sw.iters // 2 if sw.inject and k == 0 else None
-        sbuf[:size] = payload.body(size, rank)
-        rbuf[:size] = 0
-        if sw.path == 'buffer':
-            step, last = buffer_step(run, size, sbuf, rbuf, stale)
-        else:
-            step, last = pickle_step(run, size, sbuf, stale)
-        rtt, mean = run.time(step, sw)
-        check(last(), size, peer, sw.iters - 1, whole=True)
-        validated += sw.warmup + sw.iters
-        run.print(f'DATA size={size} iters={sw.iters} batches={sw.batches} rtt_us={rtt:.4f} '
-                  f'oneway_us={rtt / 2:.4f} bw_MBps={size / (rtt / 2):.4f} '
-                  f'rtt_mean_us={mean:.4f}')
-    first = run.first_s * 1e6
-    run.print(f'RESULT first_size={sw.sizes[0]} first_rtt_us={first:.4f} '
-              f'first_message_us={first / 2:.4f}')
-    total = run.sum(validated)
-    run.print(f'PASS validated={total}')
+    explanation = (f'# pingpong (Python, mpi4py {api}): per size MPI barrier, {sw.warmup} '
+                   f'untimed round trips, then {sw.iters} round trips in {sw.batches} batches '
+                   f'timed with MPI.Wtime; rtt_us = median of the batch means, rtt_mean_us = '
+                   f'elapsed/iters, oneway_us = rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); '
+                   f"RESULT first_rtt_us = the run's first round trip alone; validated = "
+                   f'received messages checked (iteration stamp in first/last 8 bytes of each, '
+                   f'whole payload of the last)')
+    run.sweep(sw, KERNEL, explanation)
 
 
 if __name__ == '__main__':

@@ -1,7 +1,5 @@
 package cc;
 
-import java.util.Arrays;
-import java.util.Locale;
 import mpi.MPI;
 import mpi.MPIException;
 import mpi.Request;
@@ -47,25 +45,8 @@ public final class Comms2 {
     static void run(Kernel k) throws MPIException {
         Sweep sw = new Sweep(k, "comms2", USAGE);
         int rank = k.rank, peer = 1 - rank;
-        byte[] sbuf = k.bytes(sw.max, "the send buffer");
-        byte[] rbuf = k.bytes(sw.max, "the receive buffer");
-        k.print("# comms2 (Java): one iteration = 2 rounds of (Irecv, Send, Wait) on both ranks at"
-                + " once = 4 messages; per size MPI barrier, " + sw.warmup + " untimed iterations,"
-                + " then " + sw.iters + " iterations in " + sw.batches + " batches timed with"
-                + " System.nanoTime; exchange_us = median of the batch means, exchange_mean_us ="
-                + " elapsed/iters, msg_us = exchange_us/4 (Parkbench COMMS2), bw_MBps ="
-                + " size/msg_us (10^6 B/s); RESULT first_exchange_us = the run's first iteration"
-                + " alone; validated = received messages checked (iteration stamp in first/last 8"
-                + " bytes of each, whole payload of the last)");
-        k.meta("comms2", "iters=" + sw.iters + " warmup=" + sw.warmup + " sizes="
-                + sw.sizes.length + " batches=" + sw.batches);
-        long validated = 0;
-        for (int s = 0; s < sw.sizes.length; s++) {
-            final int size = (int) sw.sizes[s];
-            final long stale = sw.staleIteration(s == 0);
-            Payload.fill(sbuf, size, rank);
-            Arrays.fill(rbuf, 0, size, (byte) 0);
-            Batches b = sw.time(it -> {
+        SweepKernel kernel = new SweepKernel("comms2", "exchange", "msg", 4, 2,
+            (size, stale, sbuf, rbuf) -> it -> {
                 for (int round = 0; round < 2; round++) {
                     if (rank == 1 || it != stale || round != 0)
                         Payload.stamp(sbuf, size, rank, seq(it, round));
@@ -74,18 +55,15 @@ public final class Comms2 {
                     req.Wait();
                     check(k, rbuf, size, peer, it, round, false);
                 }
-            });
-            check(k, rbuf, size, peer, sw.iters - 1, 1, true);
-            validated += 2 * (sw.warmup + sw.iters);
-            double exchange = b.medianUs(), msg = exchange / 4;
-            k.print(String.format(Locale.ROOT, "DATA size=%d iters=%d batches=%d exchange_us=%.4f "
-                    + "msg_us=%.4f bw_MBps=%.4f exchange_mean_us=%.4f", size, sw.iters,
-                    sw.batches, exchange, msg, size / msg, b.overallUs()));
-        }
-        double first = sw.firstNs / 1e3;
-        k.print(String.format(Locale.ROOT, "RESULT first_size=%d first_exchange_us=%.4f "
-                + "first_message_us=%.4f", sw.sizes[0], first, first / 4));
-        long total = k.sum(validated);
-        k.print("PASS validated=" + total);
+            },
+            (buf, size, sender, it) -> check(k, buf, size, sender, it, 1, true));
+        sw.run(k, kernel, "# comms2 (Java): one iteration = 2 rounds of (Irecv, Send, Wait) on"
+                + " both ranks at once = 4 messages; per size MPI barrier, " + sw.warmup
+                + " untimed iterations, then " + sw.iters + " iterations in " + sw.batches
+                + " batches timed with System.nanoTime; exchange_us = median of the batch means,"
+                + " exchange_mean_us = elapsed/iters, msg_us = exchange_us/4 (Parkbench COMMS2),"
+                + " bw_MBps = size/msg_us (10^6 B/s); RESULT first_exchange_us = the run's first"
+                + " iteration alone; validated = received messages checked (iteration stamp in"
+                + " first/last 8 bytes of each, whole payload of the last)");
     }
 }

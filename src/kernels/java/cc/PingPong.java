@@ -1,7 +1,5 @@
 package cc;
 
-import java.util.Arrays;
-import java.util.Locale;
 import mpi.MPI;
 import mpi.MPIException;
 
@@ -44,24 +42,8 @@ public final class PingPong {
     static void run(Kernel k) throws MPIException {
         Sweep sw = new Sweep(k, "pingpong", USAGE);
         int rank = k.rank, peer = 1 - rank;
-        byte[] sbuf = k.bytes(sw.max, "the send buffer");
-        byte[] rbuf = k.bytes(sw.max, "the receive buffer");
-        k.print("# pingpong (Java): per size MPI barrier, " + sw.warmup + " untimed round trips,"
-                + " then " + sw.iters + " round trips in " + sw.batches + " batches timed with"
-                + " System.nanoTime;"
-                + " rtt_us = median of the batch means, rtt_mean_us = elapsed/iters, oneway_us ="
-                + " rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); RESULT first_rtt_us = the run's"
-                + " first round trip alone; validated = received messages checked (iteration stamp"
-                + " in first/last 8 bytes of each, whole payload of the last)");
-        k.meta("pingpong", "iters=" + sw.iters + " warmup=" + sw.warmup + " sizes="
-                + sw.sizes.length + " batches=" + sw.batches);
-        long validated = 0;
-        for (int s = 0; s < sw.sizes.length; s++) {
-            final int size = (int) sw.sizes[s];
-            final long stale = sw.staleIteration(s == 0);
-            Payload.fill(sbuf, size, rank);
-            Arrays.fill(rbuf, 0, size, (byte) 0);
-            Batches b = sw.time(it -> {
+        SweepKernel kernel = new SweepKernel("pingpong", "rtt", "oneway", 2, 1,
+            (size, stale, sbuf, rbuf) -> it -> {
                 if (rank == 1 || it != stale)
                     Payload.stamp(sbuf, size, rank, seq(it));
                 if (rank == 0) {
@@ -72,18 +54,14 @@ public final class PingPong {
                     MPI.COMM_WORLD.Send(sbuf, 0, size, MPI.BYTE, peer, 0);
                 }
                 check(k, rbuf, size, peer, it, false);
-            });
-            check(k, rbuf, size, peer, sw.iters - 1, true);
-            validated += sw.warmup + sw.iters;
-            double rtt = b.medianUs(), oneway = rtt / 2;
-            k.print(String.format(Locale.ROOT, "DATA size=%d iters=%d batches=%d rtt_us=%.4f "
-                    + "oneway_us=%.4f bw_MBps=%.4f rtt_mean_us=%.4f", size, sw.iters, sw.batches,
-                    rtt, oneway, size / oneway, b.overallUs()));
-        }
-        double first = sw.firstNs / 1e3;
-        k.print(String.format(Locale.ROOT, "RESULT first_size=%d first_rtt_us=%.4f "
-                + "first_message_us=%.4f", sw.sizes[0], first, first / 2));
-        long total = k.sum(validated);
-        k.print("PASS validated=" + total);
+            },
+            (buf, size, sender, it) -> check(k, buf, size, sender, it, true));
+        sw.run(k, kernel, "# pingpong (Java): per size MPI barrier, " + sw.warmup
+                + " untimed round trips, then " + sw.iters + " round trips in " + sw.batches
+                + " batches timed with System.nanoTime;"
+                + " rtt_us = median of the batch means, rtt_mean_us = elapsed/iters, oneway_us ="
+                + " rtt_us/2, bw_MBps = size/oneway_us (10^6 B/s); RESULT first_rtt_us = the run's"
+                + " first round trip alone; validated = received messages checked (iteration stamp"
+                + " in first/last 8 bytes of each, whole payload of the last)");
     }
 }

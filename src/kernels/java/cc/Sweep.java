@@ -1,11 +1,13 @@
 package cc;
 
+import java.util.Arrays;
+import java.util.Locale;
 import mpi.MPI;
 import mpi.MPIException;
 
 /**
- * The two-rank message sweeps (PingPong, Comms2): their command line and timing loop, as
- * cc_sweep.h, plus batches and the time of the run's first message.
+ * The two-rank message sweeps (PingPong, Comms2): their command line, timing loop and the run
+ * over every size, as cc_sweep.h, plus batches and the time of the run's first message.
  */
 final class Sweep {
     /** One iteration of a sweep: number `it` (negative: warm-up). */
@@ -85,7 +87,40 @@ final class Sweep {
     }
 
     /** The timed iteration at which --inject-error makes rank 0 send a stale message. */
-    long staleIteration(boolean firstSize) {
+    private long staleIteration(boolean firstSize) {
         return inject && firstSize ? iters / 2 : Long.MIN_VALUE;
+    }
+
+    /** Every size in the given order (as cc_sweep_run): the buffers, the explanation and META
+     *  record; per size the timing ({@link #time}), the whole payload of the last message
+     *  checked and the DATA record; then the RESULT record of the run's first step and
+     *  "PASS validated=N" (the messages both ranks checked). */
+    void run(Kernel k, SweepKernel kernel, String explanation) throws MPIException {
+        int rank = k.rank, peer = 1 - rank;
+        byte[] sbuf = k.bytes(max, "the send buffer");
+        byte[] rbuf = k.bytes(max, "the receive buffer");
+        k.print(explanation);
+        k.meta(kernel.name(), "iters=" + iters + " warmup=" + warmup + " sizes=" + sizes.length
+                + " batches=" + batches);
+        long validated = 0;
+        for (int s = 0; s < sizes.length; s++) {
+            int size = (int) sizes[s];
+            Payload.fill(sbuf, size, rank);
+            Arrays.fill(rbuf, 0, size, (byte) 0);
+            Batches b = time(kernel.step().at(size, staleIteration(s == 0), sbuf, rbuf));
+            kernel.checkLast().check(rbuf, size, peer, iters - 1);
+            validated += kernel.messages() * (warmup + iters);
+            double median = b.medianUs(), one = median / kernel.perTime();
+            k.print(String.format(Locale.ROOT, "DATA size=%d iters=%d batches=%d %s_us=%.4f "
+                    + "%s_us=%.4f bw_MBps=%.4f %s_mean_us=%.4f", size, iters, batches,
+                    kernel.time(), median, kernel.message(), one, size / one, kernel.time(),
+                    b.overallUs()));
+        }
+        double first = firstNs / 1e3;
+        k.print(String.format(Locale.ROOT, "RESULT first_size=%d first_%s_us=%.4f "
+                + "first_message_us=%.4f", sizes[0], kernel.time(), first,
+                first / kernel.perTime()));
+        long total = k.sum(validated);
+        k.print("PASS validated=" + total);
     }
 }
